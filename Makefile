@@ -1,0 +1,41 @@
+# Two commands do all their own set-up from a fresh clone:
+#   make demo   load a pretrained zoo model and show it working
+#   make test   lint, then the whole test suite on tensorflow, jax and torch
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+BACKENDS ?= tensorflow jax torch
+DEMO_BACKEND ?= jax
+PYTEST_ARGS ?=
+
+.PHONY: install demo test lint format
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt torch==2.13.0
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[all]"
+	touch $@
+
+demo: install
+	KERAS_BACKEND=$(DEMO_BACKEND) $(PY) -m keras_msets.demo
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: lint
+	@failed=""; \
+	for backend in $(BACKENDS); do \
+	  echo "=== KERAS_BACKEND=$$backend ==="; \
+	  KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
+	    $(PYTEST_ARGS) || failed="$$failed $$backend"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
+	echo "all backends passed: $(BACKENDS)"

@@ -1,0 +1,89 @@
+"""The `keras-msets` command line.
+
+    keras-msets zoo list
+    keras-msets zoo info NAME
+    keras-msets zoo evaluate NAME
+    keras-msets zoo train NAME [--output-dir DIR] [--epochs N]
+"""
+
+import argparse
+import json
+import sys
+
+
+def _zoo_list(args):
+    from keras_msets import zoo
+
+    for name in zoo.list():
+        metadata = zoo.info(name)
+        print(f"{name}\t{metadata.get('parameter_count', '?')} parameters")
+    return 0
+
+
+def _zoo_info(args):
+    from keras_msets import zoo
+
+    metadata = zoo.info(args.name)
+    card = metadata.pop("card")
+    print(json.dumps(metadata, indent=2))
+    print()
+    print(card)
+    return 0
+
+
+def _zoo_evaluate(args):
+    from keras_msets import zoo
+
+    metrics = zoo.evaluate(args.name, verbose=1)
+    stored = zoo.info(args.name)["metrics"]
+    print(json.dumps({"measured": metrics}, indent=2))
+    for key, value in metrics.items():
+        if isinstance(value, float) and key in stored:
+            print(f"{key}: measured {value:.4f}, card {stored[key]:.4f}")
+    return 0
+
+
+def _zoo_train(args):
+    from keras_msets import zoo
+
+    kwargs = {} if args.epochs is None else {"epochs": args.epochs}
+    metrics = zoo.train(args.name, output_dir=args.output_dir, **kwargs)
+    print(json.dumps(metrics, indent=2))
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="keras-msets", description="keras_msets command line."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    zoo_parser = commands.add_parser("zoo", help="pretrained presets")
+    zoo_commands = zoo_parser.add_subparsers(dest="zoo_command", required=True)
+    zoo_commands.add_parser("list", help="list presets").set_defaults(
+        func=_zoo_list
+    )
+    for command, func, text in (
+        ("info", _zoo_info, "show a preset's metadata and card"),
+        ("evaluate", _zoo_evaluate, "re-measure a preset's metrics"),
+        ("train", _zoo_train, "re-run a preset's recipe"),
+    ):
+        sub = zoo_commands.add_parser(command, help=text)
+        sub.add_argument("name")
+        sub.set_defaults(func=func)
+        if command == "train":
+            sub.add_argument("--output-dir", default=None)
+            sub.add_argument("--epochs", type=int, default=None)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as error:
+        print(f"keras-msets: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

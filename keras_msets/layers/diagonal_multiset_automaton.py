@@ -1,0 +1,198 @@
+import keras
+from keras import ops
+
+from keras_msets.layers.complex_multiplication_pooling import (
+    OUTPUT_FORMATS,
+)
+from keras_msets.layers.complex_multiplication_pooling import (
+    ComplexMultiplicationPooling,
+)
+
+
+def _check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        )
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class DiagonalMultisetAutomaton(keras.layers.Layer):
+    """Forward weights of a diagonal complex multiset automaton.
+
+    Each symbol `a` has a complex diagonal transition matrix `mu(a)`, stored
+    per state in the paper's form `e^r (x + iy) / |x + iy|` by three
+    embeddings (`r`, `x`, `y`) of `num_states` each (DeBenedetto & Chiang,
+    Sec. 5.1). The forward weights of a multiset are `lambda * prod_k
+    mu(a_k)`, computed by `ComplexMultiplicationPooling` in log-polar form;
+    diagonal matrices commute, so the order of the tokens cannot change the
+    result. Complex states of a real-weighted automaton come in conjugate
+    pairs, and a real readout of the `[Re, Im]` parts sees both members of a
+    pair, so only half the states are stored (Sec. 5.1): `num_states=50`
+    stands for a 100-state automaton.
+
+    Initialisation (a choice of ours; the paper does not give one): `r`
+    starts near 0 (normal, stddev 0.01: moduli near 1, so long sets neither
+    vanish nor explode at the start), and `x`, `y` are standard normal so the
+    initial angles are spread uniformly over the circle. The reference code
+    used a tiny variance-scaling initialisation to avoid NaNs; the log-polar
+    product and the NaN-free phase (`keras_msets.ops.complex_phase`) make
+    that unnecessary here.
+
+    Args:
+        alphabet_size: number of token ids, including the padding id 0 when
+            `mask_zero=True`.
+        num_states: number of stored complex states `d`.
+        mask_zero: if True (default), token id 0 is padding: it is masked
+            out (acts as the identity) and the mask is not propagated.
+        use_initial_weights: learn a complex initial weight vector `lambda`
+            (off by default; the paper found it made no difference).
+        output_format: `"log_polar"` (default, `[cos(sum theta),
+            sin(sum theta), sum r]`, `[batch, 3*d]`, always finite) or
+            `"complex"` (`[batch, 2*d]` forward weights, real parts then
+            imaginary parts; may overflow for long inputs).
+        log_modulus_initializer: initializer of the `r` embedding.
+        direction_initializer: initializer of the `x` and `y` embeddings.
+        **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: int tensor `[batch, length]` of token ids.
+        mask: optional boolean `[batch, length]`, combined (logical and) with
+            the `mask_zero` mask.
+
+    Input shape:
+        `[batch, length]`, any length.
+
+    Output shape:
+        `[batch, 3*num_states]` (log-polar) or `[batch, 2*num_states]`.
+
+    Example:
+    >>> ids = np.array([[3, 1, 4, 0], [1, 5, 9, 2]])
+    >>> layer = keras_msets.layers.DiagonalMultisetAutomaton(10, 8)
+    >>> layer(ids).shape
+    (2, 24)
+
+    References:
+        - DeBenedetto & Chiang, "Representing Unordered Data Using
+          Complex-Weighted Multiset Automata", ICML 2020.
+    """
+
+    def __init__(
+        self,
+        alphabet_size,
+        num_states,
+        mask_zero=True,
+        use_initial_weights=False,
+        output_format="log_polar",
+        log_modulus_initializer=None,
+        direction_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        _check_positive_int("alphabet_size", alphabet_size)
+        _check_positive_int("num_states", num_states)
+        if output_format not in OUTPUT_FORMATS:
+            raise ValueError(
+                f"`output_format` must be one of {OUTPUT_FORMATS}. "
+                f"Received: output_format={output_format!r}"
+            )
+        self.alphabet_size = alphabet_size
+        self.num_states = num_states
+        self.mask_zero = bool(mask_zero)
+        self.use_initial_weights = bool(use_initial_weights)
+        self.output_format = output_format
+        self.log_modulus_initializer = keras.initializers.get(
+            log_modulus_initializer
+            or keras.initializers.RandomNormal(stddev=0.01)
+        )
+        self.direction_initializer = keras.initializers.get(
+            direction_initializer
+            or keras.initializers.RandomNormal(stddev=1.0)
+        )
+        self.supports_masking = True
+
+        def embedding(name, initializer):
+            return keras.layers.Embedding(
+                alphabet_size,
+                num_states,
+                embeddings_initializer=initializer,
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.log_modulus_embedding = embedding(
+            "log_modulus_embedding", self.log_modulus_initializer
+        )
+        self.real_embedding = embedding(
+            "real_embedding", self.direction_initializer
+        )
+        self.imag_embedding = embedding(
+            "imag_embedding", self.direction_initializer
+        )
+        self.pooling = ComplexMultiplicationPooling(
+            input_format="log_polar",
+            output_format=output_format,
+            use_initial_weights=use_initial_weights,
+            dtype=self.dtype_policy,
+            name="pooling",
+        )
+
+    def build(self, input_shape):
+        for embedding in (
+            self.log_modulus_embedding,
+            self.real_embedding,
+            self.imag_embedding,
+        ):
+            embedding.build(input_shape)
+        self.pooling.build(tuple(input_shape) + (3 * self.num_states,))
+
+    def _combined_mask(self, inputs, mask):
+        if self.mask_zero:
+            zero_mask = ops.not_equal(inputs, 0)
+            if mask is None:
+                return zero_mask
+            return ops.logical_and(zero_mask, ops.cast(mask, "bool"))
+        return mask
+
+    def call(self, inputs, mask=None):
+        if len(inputs.shape) != 2:
+            raise ValueError(
+                "`inputs` must be token ids of shape [batch, length]. "
+                f"Received: inputs.shape={tuple(inputs.shape)}"
+            )
+        inputs = ops.cast(inputs, "int32")
+        elements = ops.concatenate(
+            [
+                self.log_modulus_embedding(inputs),
+                self.real_embedding(inputs),
+                self.imag_embedding(inputs),
+            ],
+            axis=-1,
+        )
+        return self.pooling(elements, mask=self._combined_mask(inputs, mask))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        parts = 3 if self.output_format == "log_polar" else 2
+        return (input_shape[0], parts * self.num_states)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "alphabet_size": self.alphabet_size,
+                "num_states": self.num_states,
+                "mask_zero": self.mask_zero,
+                "use_initial_weights": self.use_initial_weights,
+                "output_format": self.output_format,
+                "log_modulus_initializer": keras.initializers.serialize(
+                    self.log_modulus_initializer
+                ),
+                "direction_initializer": keras.initializers.serialize(
+                    self.direction_initializer
+                ),
+            }
+        )
+        return config

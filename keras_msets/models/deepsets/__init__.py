@@ -1,0 +1,1 @@
+"""DeepSets and Complex DeepSets (DeBenedetto & Chiang, Sec. 5)."""

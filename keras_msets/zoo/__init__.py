@@ -1,0 +1,25 @@
+"""The keras_msets model zoo: pretrained presets, loaded offline.
+
+>>> keras_msets.zoo.list()
+>>> model = keras_msets.zoo.load("complex_deepsets_units_digit")
+"""
+
+from keras_msets.zoo.registry import evaluate
+from keras_msets.zoo.registry import info
+from keras_msets.zoo.registry import list  # noqa: A004
+from keras_msets.zoo.registry import load
+from keras_msets.zoo.registry import presets_root
+from keras_msets.zoo.registry import save_preset
+from keras_msets.zoo.registry import train
+from keras_msets.zoo.registry import verify_weights
+
+__all__ = [
+    "evaluate",
+    "info",
+    "list",
+    "load",
+    "presets_root",
+    "save_preset",
+    "train",
+    "verify_weights",
+]

@@ -1,0 +1,52 @@
+"""Test configuration shared by every backend.
+
+The backend comes from ``KERAS_BACKEND`` (tensorflow, jax or torch); the
+test command runs the whole suite once per backend. Here we fix what would
+otherwise make the backends disagree: reduced-precision matmuls (TF32),
+thread pools that oversubscribe two cores, and unseeded randomness.
+"""
+
+import os
+
+# Quiet TensorFlow's C++ logging before anything imports it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# JAX: full float32 matmul precision (no bf16/TF32 passes on accelerators).
+os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+BACKEND = keras.backend.backend()
+
+
+def _disable_tf32():
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+    elif BACKEND == "torch":
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+    elif BACKEND == "jax":
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", "highest")
+
+
+_disable_tf32()
+
+
+def pytest_report_header(config):
+    return f"keras {keras.__version__}, backend {BACKEND}"
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    """Every test starts from the same seeds, on every backend."""
+    keras.utils.set_random_seed(1337)
+    np.random.seed(1337)

@@ -1,0 +1,121 @@
+"""Golden cases: fixed inputs whose outputs every backend must reproduce.
+
+Each case returns `(build_fn, inputs)` or `(build_fn, inputs, call_kwargs)`;
+`build_fn()` returns an unbuilt layer or model and inputs come from a fixed
+numpy seed. Write a new case's files with (then commit them):
+
+    python -m keras_msets.testing.golden write NAME
+    for b in tensorflow jax torch; do
+        KERAS_BACKEND=$b python -m keras_msets.testing.golden write NAME --saved
+    done
+"""
+
+import keras
+import numpy as np
+
+from keras_msets.testing import golden_case
+
+
+@golden_case("stock_dense")
+def stock_dense():
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(3, 5, 4)).astype("float32")
+
+    def build():
+        return keras.layers.Dense(6, activation="tanh", name="dense")
+
+    return build, inputs
+
+
+@golden_case("stock_attention_model")
+def stock_attention_model():
+    rng = np.random.default_rng(1)
+    inputs = rng.normal(size=(2, 7, 8)).astype("float32")
+
+    def build():
+        x = keras.Input(shape=(7, 8), name="x")
+        h = keras.layers.MultiHeadAttention(
+            num_heads=2, key_dim=4, name="attention"
+        )(x, x)
+        h = keras.layers.LayerNormalization(name="norm")(h + x)
+        pooled = keras.layers.GlobalAveragePooling1D(name="pool")(h)
+        out = keras.layers.Dense(3, name="head")(pooled)
+        return keras.Model(x, [out, h], name="attention_model")
+
+    return build, inputs
+
+
+def _digit_ids(seed, batch=4, length=9, alphabet=10):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, alphabet, size=(batch, length))
+    lengths = rng.integers(1, length + 1, size=batch)
+    ids[np.arange(length)[None, :] >= lengths[:, None]] = 0
+    return ids.astype("int32")
+
+
+@golden_case("complex_multiplication_pooling")
+def complex_multiplication_pooling():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(10)
+    inputs = rng.normal(size=(3, 6, 3 * 4)).astype("float32")
+    mask = rng.random((3, 6)) < 0.7
+
+    def build():
+        return layers.ComplexMultiplicationPooling(
+            use_initial_weights=True, name="pooling"
+        )
+
+    return build, inputs, {"mask": mask}
+
+
+@golden_case("diagonal_multiset_automaton")
+def diagonal_multiset_automaton():
+    from keras_msets import layers
+
+    def build():
+        return layers.DiagonalMultisetAutomaton(
+            10, 5, use_initial_weights=True, name="automaton"
+        )
+
+    return build, _digit_ids(11)
+
+
+@golden_case("masked_set_pooling")
+def masked_set_pooling():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(12)
+    inputs = rng.normal(size=(4, 5, 3)).astype("float32")
+    mask = rng.random((4, 5)) < 0.6
+
+    def build():
+        x = keras.Input((5, 3), name="x")
+        m = keras.Input((5,), dtype="bool", name="m")
+        pooled = [
+            layers.MaskedSetPooling(r, name=r)(x, mask=m)
+            for r in ("sum", "mean", "max", "product")
+        ]
+        return keras.Model([x, m], pooled, name="poolings")
+
+    return build, [inputs, mask]
+
+
+@golden_case("complex_deepsets")
+def complex_deepsets():
+    from keras_msets import models
+
+    def build():
+        return models.ComplexDeepSets(num_states=6, name="complex_deepsets")
+
+    return build, _digit_ids(13)
+
+
+@golden_case("deepsets")
+def deepsets():
+    from keras_msets import models
+
+    def build():
+        return models.DeepSets(embedding_dim=8, hidden_units=4, name="deepsets")
+
+    return build, _digit_ids(14)

@@ -1,0 +1,59 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_msets import models
+from keras_msets import testing
+
+
+def _digits(batch=6, length=10, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(1, 10, size=(batch, length))
+    lengths = rng.integers(1, length + 1, size=batch)
+    x[np.arange(length)[None, :] >= lengths[:, None]] = 0
+    return x.astype("int32")
+
+
+@pytest.mark.parametrize(
+    "cls, expected",
+    [(models.ComplexDeepSets, 1801), (models.DeepSets, 4161)],
+)
+def test_paper_parameter_counts(cls, expected):
+    # The paper's counts use the reference code's 11-row embedding tables.
+    assert cls(vocabulary_size=11).count_params() == expected
+
+
+class DeepSetsModelsTest(testing.TestCase):
+    def _check_model(self, model):
+        x = _digits()
+        out = model(x)
+        assert tuple(out.shape) == (6, 1)
+        self.assert_permutation_invariant(lambda ids: model(ids), x, atol=1e-4)
+        padded = np.concatenate([x, np.zeros((6, 4), "int32")], 1)
+        self.assertAllClose(model(padded), out, atol=1e-5)
+        config = model.get_config()
+        clone = type(model).from_config(config)
+        assert clone.get_config() == config
+        self.run_model_saving_test(model, x)
+        self.run_weights_roundtrip_test(model, x)
+
+    def test_complex_deepsets(self):
+        self._check_model(models.ComplexDeepSets(num_states=8))
+
+    def test_deepsets(self):
+        self._check_model(models.DeepSets(embedding_dim=12, hidden_units=5))
+
+    def test_one_fit_step_changes_every_weight(self):
+        x = _digits()
+        y = x.sum(1, keepdims=True).astype("float32") % 10
+        for model in (models.ComplexDeepSets(num_states=4), models.DeepSets()):
+            before = [keras.ops.convert_to_numpy(w) for w in model.weights]
+            model.compile(optimizer="adam", loss="mse")
+            history = model.fit(x, y, epochs=1, verbose=0)
+            assert np.isfinite(history.history["loss"][0])
+            for old, new in zip(before, model.weights):
+                assert not np.allclose(old, keras.ops.convert_to_numpy(new))
+
+    def test_golden(self):
+        self.assert_golden("complex_deepsets")
+        self.assert_golden("deepsets")

@@ -1,0 +1,139 @@
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import keras_msets
+from keras_msets import zoo
+from keras_msets.cli import main as cli_main
+from keras_msets.zoo import registry
+
+PRESETS = zoo.list()
+REQUIRED_FILES = (
+    "config.json",
+    "model.weights.h5",
+    "metadata.json",
+    "README.md",
+    "recipe.py",
+)
+METADATA_KEYS = (
+    "keras_version",
+    "keras_msets_version",
+    "backend",
+    "parameter_count",
+    "date",
+    "data",
+    "metrics",
+    "weights_sha256",
+)
+
+
+def _digits(seed=0, batch=8, length=12):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(1, 10, size=(batch, length)).astype("int32")
+    x[:, length // 2 :] *= rng.random((batch, 1)) < 0.5  # some padding
+    return x
+
+
+def test_there_are_presets():
+    assert "complex_deepsets_units_digit" in PRESETS
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_folder_is_complete(name):
+    folder = registry.presets_root() / name
+    for file in REQUIRED_FILES:
+        assert (folder / file).is_file(), f"{name} lacks {file}"
+    metadata = zoo.info(name)
+    for key in METADATA_KEYS:
+        assert key in metadata, f"{name}/metadata.json lacks {key}"
+    assert metadata["weights_sha256"] == registry.sha256_of(
+        folder / "model.weights.h5"
+    )
+    assert metadata["backend"] in ("tensorflow", "jax", "torch")
+    card = metadata["card"]
+    assert f"keras-msets zoo evaluate {name}" in card
+    assert f"keras-msets zoo train {name}" in card
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_load_gives_an_uncompiled_model_with_the_recorded_size(name):
+    model = zoo.load(name)
+    assert model.count_params() == zoo.info(name)["parameter_count"]
+    assert model.compiled is False or model.optimizer is None
+    untrained = zoo.load(name, load_weights=False)
+    x = _digits()
+    trained_out = np.asarray(model.predict(x, verbose=0))
+    assert np.all(np.isfinite(trained_out))
+    assert not np.allclose(
+        trained_out, np.asarray(untrained.predict(x, verbose=0))
+    )
+
+
+def test_unknown_name_lists_the_available_presets():
+    with pytest.raises(ValueError) as error:
+        zoo.load("no_such_model")
+    message = str(error.value)
+    assert "no_such_model" in message
+    for name in PRESETS:
+        assert name in message
+
+
+def _copy_zoo(tmp_path, monkeypatch, name):
+    shutil.copytree(registry.presets_root() / name, tmp_path / name)
+    monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
+    return tmp_path / name
+
+
+def test_corrupt_weights_are_refused(tmp_path, monkeypatch):
+    name = "complex_deepsets_units_digit"
+    folder = _copy_zoo(tmp_path, monkeypatch, name)
+    assert zoo.load(name) is not None  # the copy itself is fine
+    weights = folder / "model.weights.h5"
+    raw = bytearray(weights.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    weights.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="sha256"):
+        zoo.load(name)
+    # Without weights nothing is read from the corrupt file.
+    assert zoo.load(name, load_weights=False) is not None
+
+
+def test_load_uses_safe_mode(tmp_path, monkeypatch):
+    """A config smuggling a lambda must not be deserialised."""
+    name = "complex_deepsets_units_digit"
+    folder = _copy_zoo(tmp_path, monkeypatch, name)
+    config = {
+        "module": "keras.layers",
+        "class_name": "Lambda",
+        "config": {
+            "name": "evil",
+            "function": {
+                "class_name": "__lambda__",
+                "config": {"code": "", "defaults": None, "closure": None},
+            },
+        },
+        "registered_name": None,
+    }
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="(?i)safe"):
+        zoo.load(name, load_weights=False)
+
+
+def test_cli_list_and_info(capsys):
+    assert cli_main(["zoo", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in PRESETS:
+        assert name in out
+    assert cli_main(["zoo", "info", "complex_deepsets_units_digit"]) == 0
+    out = capsys.readouterr().out
+    assert '"weights_sha256"' in out and "# `complex_deepsets" in out
+    assert cli_main(["zoo", "info", "nope"]) == 2
+    assert "Available presets" in capsys.readouterr().err
+
+
+def test_version_and_namespaces():
+    assert isinstance(keras_msets.__version__, str)
+    for namespace in ("layers", "models", "zoo", "data", "ops"):
+        assert hasattr(keras_msets, namespace)

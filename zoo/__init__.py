@@ -1,0 +1,1 @@
+"""Pretrained presets; installed with the wheel as `keras_msets._presets`."""
