@@ -1,9 +1,9 @@
 """The `keras-msets` command line.
 
-    keras-msets zoo list
-    keras-msets zoo info NAME
-    keras-msets zoo evaluate NAME
-    keras-msets zoo train NAME [--output-dir DIR] [--epochs N]
+keras-msets zoo list
+keras-msets zoo info NAME
+keras-msets zoo evaluate NAME
+keras-msets zoo train NAME [--output-dir DIR] [--epochs N]
 """
 
 import argparse

@@ -1,9 +1,7 @@
 import keras
 from keras import ops
 
-from keras_msets.layers.complex_multiplication_pooling import (
-    OUTPUT_FORMATS,
-)
+from keras_msets.layers.complex_multiplication_pooling import OUTPUT_FORMATS
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
 )
@@ -14,6 +12,10 @@ def _check_positive_int(name, value):
         raise ValueError(
             f"`{name}` must be a positive integer. Received: {name}={value!r}"
         )
+
+
+def _tiny_initializer():
+    return keras.initializers.VarianceScaling(scale=0.005)
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -31,13 +33,16 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
     pair, so only half the states are stored (Sec. 5.1): `num_states=50`
     stands for a 100-state automaton.
 
-    Initialisation (a choice of ours; the paper does not give one): `r`
-    starts near 0 (normal, stddev 0.01: moduli near 1, so long sets neither
-    vanish nor explode at the start), and `x`, `y` are standard normal so the
-    initial angles are spread uniformly over the circle. The reference code
-    used a tiny variance-scaling initialisation to avoid NaNs; the log-polar
-    product and the NaN-free phase (`keras_msets.ops.complex_phase`) make
-    that unnecessary here.
+    Initialisation follows the reference implementation: all three
+    embeddings start tiny (`VarianceScaling(scale=0.005)`). This matters
+    for training, not only for avoiding NaNs: an Adam step of size `lr` on
+    `(x, y)` turns the angle by about `lr / |x + iy|`, so small initial
+    directions explore angles fast, and as `|x + iy|` grows the angle
+    updates anneal. With unit-scale directions (tried first) Complex
+    DeepSets stalled at about 25% on the units-digit task; with the tiny
+    initialisation it learns it (see the `complex_deepsets_units_digit`
+    preset). The phase is computed NaN-free even at `(0, 0)`
+    (`keras_msets.ops.complex_phase`).
 
     Args:
         alphabet_size: number of token ids, including the padding id 0 when
@@ -102,12 +107,10 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         self.use_initial_weights = bool(use_initial_weights)
         self.output_format = output_format
         self.log_modulus_initializer = keras.initializers.get(
-            log_modulus_initializer
-            or keras.initializers.RandomNormal(stddev=0.01)
+            log_modulus_initializer or _tiny_initializer()
         )
         self.direction_initializer = keras.initializers.get(
-            direction_initializer
-            or keras.initializers.RandomNormal(stddev=1.0)
+            direction_initializer or _tiny_initializer()
         )
         self.supports_masking = True
 

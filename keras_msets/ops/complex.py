@@ -260,6 +260,12 @@ def log_polar_product(
     `1 + 0i` (they add 0 to both sums), so an all-masked set gives `(0, 0)`,
     i.e. the product 1.
 
+    Both sums are plain sums in the input dtype. In `float32` the phase sum
+    of `n` factors carries a rounding error of order
+    `sqrt(n) * ulp(|phase_sum|)`: about `1e-4` rad for `10**5` random
+    angles with JAX or PyTorch, and a few `1e-3` rad with TensorFlow, which
+    reduces a non-last axis sequentially.
+
     Args:
         log_modulus: real tensor `[batch, set_size, ..., d]`.
         phase: real tensor of the same shape, angles in radians.

@@ -4,8 +4,12 @@ Training follows DeBenedetto & Chiang (Sec. 5.1) and the reference code:
 100k sequences of digits 1-9 of lengths 1-50 split 99/1 into train and dev,
 mean squared error, Adam (epsilon 1e-3) with batch size 128, the learning
 rate halved after 2 epochs without dev improvement, and early stopping after
-10 (restoring the best weights). Accuracy is `round(prediction) == target`
-on fresh test sets of 10,000 sequences per length 5, 10, ..., 95.
+10 (restoring the best weights). One deviation: the presets start from a
+learning rate of 1e-3, not the reference code's 1e-4, which needed about ten
+times more epochs to reach the same dev loss on 2 CPU cores (measured: dev
+MSE 7.7 against 0.07 after 10 epochs of Complex DeepSets on task 2).
+Accuracy is `round(prediction) == target` on fresh test sets of 10,000
+sequences per length 5, 10, ..., 95.
 """
 
 import time
@@ -81,7 +85,9 @@ def evaluate(
     training seed, so these sequences were never seen in training.
     """
     test_sets = data.digit_sum_test_sets(
-        task=task, lengths=tuple(lengths), num_per_length=num_per_length,
+        task=task,
+        lengths=tuple(lengths),
+        num_per_length=num_per_length,
         seed=seed,
     )
     test_sets.update(

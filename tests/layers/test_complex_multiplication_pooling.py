@@ -117,7 +117,9 @@ class ComplexMultiplicationPoolingTest(testing.TestCase):
         out = layers.ComplexMultiplicationPooling(output_format="complex")(
             x, mask=mask
         )
-        self.assertAllClose(keras.ops.convert_to_numpy(out)[0], [1] * 3 + [0] * 3)
+        self.assertAllClose(
+            keras.ops.convert_to_numpy(out)[0], [1] * 3 + [0] * 3
+        )
 
     @pytest.mark.slow
     def test_stable_for_1e5_factors(self):
@@ -135,8 +137,10 @@ class ComplexMultiplicationPoolingTest(testing.TestCase):
         # float32 sums of 1e5 angles of size ~pi carry ~1e-2 rad of error.
         self.assertAllClose(out[0, :2], np.cos(total_angle), atol=5e-2)
         self.assertAllClose(out[0, 2:4], np.sin(total_angle), atol=5e-2)
+        # TensorFlow sums float32 sequentially: ~1e-3 relative drift over
+        # 1e5 terms (jax and torch sum pairwise and land within 1e-6).
         self.assertAllClose(
-            out[0, 4:], [0.0, n * np.log(2.0)], atol=1e-2, rtol=1e-5
+            out[0, 4:], [0.0, n * np.log(2.0)], atol=1e-2, rtol=2e-3
         )
 
     def test_bad_arguments(self):

@@ -51,7 +51,7 @@ class DeepSetsModelsTest(testing.TestCase):
             model.compile(optimizer="adam", loss="mse")
             history = model.fit(x, y, epochs=1, verbose=0)
             assert np.isfinite(history.history["loss"][0])
-            for old, new in zip(before, model.weights):
+            for old, new in zip(before, model.weights, strict=True):
                 assert not np.allclose(old, keras.ops.convert_to_numpy(new))
 
     def test_golden(self):

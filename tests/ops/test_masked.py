@@ -276,7 +276,7 @@ def test_mask_logits():
 
 # A few fixed shapes (values, masks and permutations vary): every new shape
 # costs an op compilation on JAX, which would dominate the test time.
-SET_SHAPES = [(1, 1, 2), (2, 5, 3), (3, 8, 1)]
+SET_SHAPES = [(1, 1, 2), (3, 6, 4)]
 
 
 @settings(max_examples=25, deadline=None)

@@ -51,8 +51,16 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
-            sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps",
-            "--no-build-isolation", "--no-index", "--wheel-dir", str(out),
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--wheel-dir",
+            str(out),
             "--quiet",
         ],
         check=True,
@@ -69,15 +77,28 @@ def test_wheel_ships_presets_and_loads_offline(wheel, tmp_path):
     )
     python = venv / "bin" / "python"
     site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
-         "['purelib'])"],
-        check=True, capture_output=True, text=True,
+        [
+            str(python),
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     # Not editable: pip installs the wheel's files into the new environment.
     subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
-            "--target", site, str(wheel), "--quiet",
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            site,
+            str(wheel),
+            "--quiet",
         ],
         check=True,
     )
@@ -89,17 +110,18 @@ def test_wheel_ships_presets_and_loads_offline(wheel, tmp_path):
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 10, size=(4, 9)).tolist()
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)
-    }
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env["KERAS_BACKEND"] = keras.backend.backend()
     result = subprocess.run(
         [str(python), "-c", CHECK, json.dumps(x)],
-        capture_output=True, text=True, cwd=tmp_path, env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     line = [s for s in result.stdout.splitlines() if s.startswith("RESULT")]
-    out = json.loads(line[-1][len("RESULT"):])
+    out = json.loads(line[-1][len("RESULT") :])
     assert out["file"].startswith(str(venv)), out["file"]
     assert out["presets"] == zoo.list()
     for name in zoo.list():

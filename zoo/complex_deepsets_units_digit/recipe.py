@@ -35,7 +35,7 @@ def train(output_dir=None, epochs=300, verbose=2):
         build_model,
         output_dir or Path(__file__).parent,
         epochs=epochs,
-        learning_rate=1e-2,
+        learning_rate=1e-3,
         seed=0,
         verbose=verbose,
     )

@@ -1,0 +1,49 @@
+"""Recipe of the `deepsets_units_digit` preset.
+
+DeepSets (Zaheer et al. 2017; the baseline of DeBenedetto & Chiang,
+Sec. 5.1) trained on task 2 (units digit of a sum of digits 1-9) by the
+paper's recipe in `keras_msets.zoo.digit_sum_recipe`. Re-run it end to end with
+
+    KERAS_BACKEND=jax python zoo/deepsets_units_digit/recipe.py
+
+or `keras-msets zoo train deepsets_units_digit`; it writes the
+preset folder (default: next to this file, replacing the shipped preset).
+"""
+
+import argparse
+from pathlib import Path
+
+from keras_msets.models import DeepSets
+from keras_msets.zoo import digit_sum_recipe
+
+NAME = "deepsets_units_digit"
+TASK = "units_digit"
+
+
+def build_model():
+    return DeepSets(vocabulary_size=10, name=NAME)
+
+
+def evaluate(model, verbose=1):
+    return digit_sum_recipe.evaluate(model, TASK, verbose=verbose)
+
+
+def train(output_dir=None, epochs=300, verbose=2):
+    return digit_sum_recipe.train_preset(
+        NAME,
+        TASK,
+        build_model,
+        output_dir or Path(__file__).parent,
+        epochs=epochs,
+        learning_rate=1e-3,
+        seed=0,
+        verbose=verbose,
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output-dir", default=None)
+    parser.add_argument("--epochs", type=int, default=300)
+    args = parser.parse_args()
+    print(train(args.output_dir, args.epochs))
