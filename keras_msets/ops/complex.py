@@ -19,6 +19,7 @@ from keras import ops
 
 from keras_msets.ops.masked import _normalize_axis
 from keras_msets.ops.masked import _shapes_compatible
+from keras_msets.ops.masked import expand_mask
 from keras_msets.ops.masked import masked_sum
 
 
@@ -314,7 +315,9 @@ def complex_log_polar_product(
     finite; no `NaN` appears in the forward pass. Its gradient with respect
     to that zero factor is 0 (the true derivative of `log|z|` is unbounded
     there), and `complex_from_polar` of the result gives exactly `0 + 0i`.
-    Padded elements equal to 0 are harmless, as they are masked out.
+    Padded elements are replaced by 0 before anything is computed, so any
+    value there, even `inf` or `NaN`, changes neither the result nor the
+    gradient (which is 0 for padded elements).
 
     Args:
         x: complex tensor `[batch, set_size, ..., 2 * d]`.
@@ -345,6 +348,10 @@ def complex_log_polar_product(
             f"values. Received: axis={axis} for x.shape="
             f"{tuple(x.shape)}"
         )
+    if mask is not None:
+        # Zero the padded factors first: masking only the sums would let
+        # inf/NaN garbage there reach the gradient as 0 * inf = NaN.
+        x = ops.where(expand_mask(mask, x, axis), x, ops.zeros_like(x))
     _, _, squared, nonzero = _safe_squared_modulus(x)
     safe = ops.where(nonzero, squared, ops.ones_like(squared))
     log_modulus = ops.where(

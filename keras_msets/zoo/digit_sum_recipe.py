@@ -192,9 +192,16 @@ def train_preset(
         data=DATA_DESCRIPTION[task],
         metrics=metrics,
         card=card,
+        example_input=example_input(),
         extra={"task": task, "recipe_seed": seed},
     )
     return metrics
+
+
+def example_input():
+    """A fixed batch of 8 digit sets (lengths 1-60, padded) for metadata."""
+    x, _ = data.make_digit_sum(8, min_length=1, max_length=60, seed=1234)
+    return x
 
 
 def model_card(name, task, model, metrics, learning_rate, seed):

@@ -156,7 +156,21 @@ def train(name, output_dir=None, **kwargs):
     return load_recipe(name).train(output_dir=output_dir, **kwargs)
 
 
-def save_preset(model, output_dir, *, data, metrics, card, extra=None):
+def example_outputs(model, example_input):
+    """`{"input": ..., "output": ...}` lists for metadata.json."""
+    import numpy as np
+
+    output = model.predict(example_input, verbose=0)
+    return {
+        "input": np.asarray(example_input).tolist(),
+        "input_dtype": str(np.asarray(example_input).dtype),
+        "output": np.asarray(output, dtype="float64").tolist(),
+    }
+
+
+def save_preset(
+    model, output_dir, *, data, metrics, card, example_input=None, extra=None
+):
     """Write a preset folder: config, weights, metadata and model card.
 
     Args:
@@ -165,6 +179,9 @@ def save_preset(model, output_dir, *, data, metrics, card, extra=None):
         data: a short description of the training data.
         metrics: a dict of the metrics the model reached.
         card: the model card (markdown) text.
+        example_input: optional small input; it and the model's output on
+            it are stored in the metadata (`"example"`), so that every
+            backend can check it reproduces the trained model.
         extra: optional dict merged into the metadata.
     """
     output_dir = Path(output_dir)
@@ -186,6 +203,8 @@ def save_preset(model, output_dir, *, data, metrics, card, extra=None):
         "metrics": metrics,
         "weights_sha256": sha256_of(weights),
     }
+    if example_input is not None:
+        metadata["example"] = example_outputs(model, example_input)
     metadata.update(extra or {})
     with open(output_dir / METADATA_FILE, "w") as f:
         json.dump(metadata, f, indent=2)

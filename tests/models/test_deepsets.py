@@ -16,11 +16,21 @@ def _digits(batch=6, length=10, seed=0):
 
 @pytest.mark.parametrize(
     "cls, expected",
-    [(models.ComplexDeepSets, 1801), (models.DeepSets, 4161)],
+    [
+        (models.ComplexDeepSets, 1801),
+        (models.DeepSets, 4161),
+        (lambda **kw: models.RecurrentBaseline("lstm", **kw), 31351),
+        (lambda **kw: models.RecurrentBaseline("gru", **kw), 44621),
+    ],
 )
 def test_paper_parameter_counts(cls, expected):
     # The paper's counts use the reference code's 11-row embedding tables.
     assert cls(vocabulary_size=11).count_params() == expected
+
+
+def test_recurrent_baseline_rejects_unknown_type():
+    with pytest.raises(ValueError, match="rnn_type.*'rnn'"):
+        models.RecurrentBaseline("rnn")
 
 
 class DeepSetsModelsTest(testing.TestCase):
@@ -42,6 +52,18 @@ class DeepSetsModelsTest(testing.TestCase):
 
     def test_deepsets(self):
         self._check_model(models.DeepSets(embedding_dim=12, hidden_units=5))
+
+    def test_recurrent_baselines(self):
+        for rnn_type in ("lstm", "gru"):
+            model = models.RecurrentBaseline(rnn_type, units=6)
+            x = _digits()
+            padded = np.concatenate([x, np.zeros((6, 3), "int32")], 1)
+            # Trailing padding is masked: the last real state is read out.
+            self.assertAllClose(model(padded), model(x), atol=1e-5)
+            clone = models.RecurrentBaseline.from_config(model.get_config())
+            assert clone.get_config() == model.get_config()
+            self.run_model_saving_test(model, x)
+            self.run_weights_roundtrip_test(model, x)
 
     def test_one_fit_step_changes_every_weight(self):
         x = _digits()

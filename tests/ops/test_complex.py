@@ -265,11 +265,21 @@ def test_log_polar_product_padding_and_all_masked():
     mask = np.array([[1, 1, 1, 0, 0, 0], [0] * 6, [1] * 6], dtype=bool)
     clean, garbage = x.copy(), x.copy()
     clean[~mask] = 0.0  # exact zeros: log 0 = -inf if they were not masked
-    garbage[~mask] = rng.choice([-1e30, 1e30, 3e4], size=garbage[~mask].shape)
+    values = [-1e30, 1e30, 3e4, np.inf, np.nan]
+    garbage[~mask] = rng.choice(values, size=garbage[~mask].shape)
     lm_clean, ph_clean = msets_ops.complex_log_polar_product(clean, mask)
     lm_garbage, ph_garbage = msets_ops.complex_log_polar_product(garbage, mask)
     np.testing.assert_array_equal(np_(lm_clean), np_(lm_garbage))
     np.testing.assert_array_equal(np_(ph_clean), np_(ph_garbage))
+
+    def loss(t):
+        lm, ph = msets_ops.complex_log_polar_product(t, mask)
+        return ops.sum(msets_ops.complex_from_polar(lm, ph))
+
+    # Padded garbage (inf and NaN included) gets an exact zero gradient.
+    g_clean, g_garbage = grad_of(loss, clean), grad_of(loss, garbage)
+    np.testing.assert_array_equal(g_garbage, g_clean)
+    np.testing.assert_array_equal(g_garbage[~mask], 0.0)
     # An all-masked set is the empty product 1 = exp(0 + 0i).
     np.testing.assert_array_equal(np_(lm_clean)[1], 0.0)
     np.testing.assert_array_equal(np_(ph_clean)[1], 0.0)

@@ -15,7 +15,8 @@ BACKEND = keras.backend.backend()
 REPO_CASES = os.path.join(
     os.path.dirname(__file__), os.pardir, "golden", "cases.py"
 )
-REPO_NAMES = ("stock_dense", "stock_attention_model")
+# Every case of tests/golden/cases.py, so a new case cannot be forgotten.
+REPO_NAMES = tuple(sorted(golden.load_cases(REPO_CASES)))
 
 
 def tiny_case():

@@ -137,3 +137,12 @@ def test_version_and_namespaces():
     assert isinstance(keras_msets.__version__, str)
     for namespace in ("layers", "models", "zoo", "data", "ops"):
         assert hasattr(keras_msets, namespace)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_backend_reproduces_the_trained_model(name):
+    """The preset was saved on one backend; this one must agree to 1e-5."""
+    example = zoo.info(name)["example"]
+    x = np.asarray(example["input"], dtype=example["input_dtype"])
+    output = zoo.load(name).predict(x, verbose=0)
+    np.testing.assert_allclose(output, example["output"], atol=1e-5, rtol=1e-5)
