@@ -33,10 +33,10 @@ import keras
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-import keras_msets  # noqa: E402
-from keras_msets import data  # noqa: E402
+import keras_msets
+from keras_msets import data
 
 SMOKE = os.environ.get("KERAS_MSETS_SMOKE") == "1"
 OUTPUT_DIR = os.environ.get("KERAS_MSETS_TUTORIAL_DIR", ".")

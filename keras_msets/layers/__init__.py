@@ -1,5 +1,8 @@
 """Public keras_msets layers."""
 
+from keras_msets.layers.automaton_position_encoding import (
+    AutomatonPositionEncoding,
+)
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
 )
@@ -9,6 +12,7 @@ from keras_msets.layers.diagonal_multiset_automaton import (
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
 
 __all__ = [
+    "AutomatonPositionEncoding",
     "ComplexMultiplicationPooling",
     "DiagonalMultisetAutomaton",
     "MaskedSetPooling",

@@ -251,3 +251,14 @@ with `keras-msets zoo evaluate {name}`.
 
 {table}
 """
+
+
+def run_from_command_line(train, description):
+    """The `python recipe.py [--output-dir DIR] [--epochs N]` entry point."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--output-dir", default=None)
+    parser.add_argument("--epochs", type=int, default=300)
+    args = parser.parse_args()
+    print(train(args.output_dir, args.epochs))

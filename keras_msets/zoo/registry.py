@@ -129,6 +129,8 @@ def load(name, load_weights=True):
     weights = verify_weights(name) if load_weights else None
     with open(folder / CONFIG_FILE) as f:
         config = json.load(f)
+    # A preset is returned uncompiled, whatever the recipe compiled it with.
+    config.pop("compile_config", None)
     model = keras.saving.deserialize_keras_object(config, safe_mode=True)
     if weights is not None:
         model.load_weights(weights)
@@ -187,6 +189,7 @@ def save_preset(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     config = keras.saving.serialize_keras_object(model)
+    config.pop("compile_config", None)  # presets load uncompiled
     with open(output_dir / CONFIG_FILE, "w") as f:
         json.dump(config, f, indent=2, sort_keys=True)
         f.write("\n")

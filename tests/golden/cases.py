@@ -119,3 +119,33 @@ def deepsets():
         return models.DeepSets(embedding_dim=8, hidden_units=4, name="deepsets")
 
     return build, _digit_ids(14)
+
+
+@golden_case("automaton_position_encoding_full_matrix")
+def automaton_position_encoding_full_matrix():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(15)
+    inputs = rng.normal(size=(2, 6, 8)).astype("float32")
+
+    def build():
+        return layers.AutomatonPositionEncoding(
+            "full_matrix_learned", name="position_encoding"
+        )
+
+    return build, inputs, {"start_index": np.array(3, dtype="int32")}
+
+
+@golden_case("automaton_position_encoding_diagonal_polar_learned")
+def automaton_position_encoding_diagonal_polar_learned():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(16)
+    inputs = rng.normal(size=(2, 7, 8)).astype("float32")
+
+    def build():
+        return layers.AutomatonPositionEncoding(
+            "diagonal_polar_learned", name="position_encoding"
+        )
+
+    return build, inputs

@@ -10,7 +10,6 @@ or `keras-msets zoo train deepsets_units_digit`; it writes the
 preset folder (default: next to this file, replacing the shipped preset).
 """
 
-import argparse
 from pathlib import Path
 
 from keras_msets.models import DeepSets
@@ -42,8 +41,4 @@ def train(output_dir=None, epochs=300, verbose=2):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", default=None)
-    parser.add_argument("--epochs", type=int, default=300)
-    args = parser.parse_args()
-    print(train(args.output_dir, args.epochs))
+    digit_sum_recipe.run_from_command_line(train, __doc__.splitlines()[0])

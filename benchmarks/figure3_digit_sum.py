@@ -1,0 +1,106 @@
+"""Figure 3 of DeBenedetto & Chiang (ICML 2020): accuracy against length.
+
+Both panels: task 1 (sum of digits) and task 2 (units digit of the sum),
+for Complex DeepSets, DeepSets, LSTM and GRU. The two DeepSets models are
+the zoo presets (trained by their recipes); the LSTM and GRU are trained
+here with the same recipe (`keras_msets.zoo.digit_sum_recipe.fit`), capped
+at `--rnn-epochs` epochs because recurrent layers are slow on 2 CPU cores.
+
+    KERAS_BACKEND=jax python benchmarks/figure3_digit_sum.py \
+        [--rnn-epochs 10] [--num-per-length 10000]
+
+Writes `benchmarks/figure3_digit_sum.png` and
+`benchmarks/out/figure3_digit_sum.json`, and prints a markdown table for
+`benchmarks/RESULTS.md`.
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import keras
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from keras_msets import models
+from keras_msets import zoo
+from keras_msets.zoo import digit_sum_recipe
+
+HERE = Path(__file__).parent
+TASKS = {"sum": "Task 1: sum", "units_digit": "Task 2: units digit"}
+PRESETS = {
+    "sum": {
+        "Complex DeepSets": "complex_deepsets_digit_sum",
+        "DeepSets": "deepsets_digit_sum",
+    },
+    "units_digit": {
+        "Complex DeepSets": "complex_deepsets_units_digit",
+        "DeepSets": "deepsets_units_digit",
+    },
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rnn-epochs", type=int, default=10)
+    parser.add_argument("--num-per-length", type=int, default=10_000)
+    args = parser.parse_args()
+
+    results = {}
+    for task in TASKS:
+        results[task] = {}
+        for label, preset in PRESETS[task].items():
+            model = zoo.load(preset)
+            results[task][label] = digit_sum_recipe.evaluate(
+                model, task, num_per_length=args.num_per_length, verbose=0
+            )
+        for rnn_type, label in (("lstm", "LSTM"), ("gru", "GRU")):
+            model = models.RecurrentBaseline(rnn_type)
+            history, seconds = digit_sum_recipe.fit(
+                model, task, epochs=args.rnn_epochs, verbose=2
+            )
+            metrics = digit_sum_recipe.evaluate(
+                model, task, num_per_length=args.num_per_length, verbose=0
+            )
+            metrics["epochs_run"] = len(history.history["loss"])
+            metrics["train_seconds"] = round(seconds, 1)
+            results[task][label] = metrics
+        print(f"\n{TASKS[task]} ({keras.backend.backend()})")
+        print(digit_sum_recipe.format_accuracy_table(results[task]))
+
+    out = HERE / "out"
+    out.mkdir(exist_ok=True)
+    results["settings"] = {
+        "backend": keras.backend.backend(),
+        "rnn_epochs": args.rnn_epochs,
+        "num_per_length": args.num_per_length,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    (out / "figure3_digit_sum.json").write_text(json.dumps(results, indent=2))
+
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for axis, (task, title) in zip(axes, TASKS.items(), strict=True):
+        for label, metrics in results[task].items():
+            by_length = metrics["accuracy_by_length"]
+            lengths = [n for n in sorted(map(int, by_length)) if n < 100]
+            axis.plot(
+                lengths,
+                [by_length[str(n)] for n in lengths],
+                marker="o",
+                markersize=3,
+                label=label,
+            )
+        axis.set_title(title)
+        axis.set_xlabel("test sequence length")
+        axis.set_ylim(0, 1.05)
+    axes[0].set_ylabel("accuracy")
+    axes[1].legend()
+    figure.tight_layout()
+    figure.savefig(HERE / "figure3_digit_sum.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
