@@ -168,7 +168,8 @@ class AutomatonPositionEncoding(keras.layers.Layer):
         inputs: the embeddings `[batch, length, hidden_dim]` the encodings
             will be added to; only their shape is used.
         start_index: int or int scalar tensor, the position of the first
-            element (default 0), e.g. for cached decoding. Per-position
+            element (default 0), e.g. for cached decoding. A Keras mask on
+            `inputs` is passed through unchanged. Per-position
             modes raise a `ValueError` when `start_index + length >
             max_length` and both are known when the layer is called; when
             they are only known at run time no Python error can be raised:
@@ -203,9 +204,7 @@ class AutomatonPositionEncoding(keras.layers.Layer):
           ICML 2017.
     """
 
-    def __init__(
-        self, mode, max_length=None, max_wavelength=10000, **kwargs
-    ):
+    def __init__(self, mode, max_length=None, max_wavelength=10000, **kwargs):
         super().__init__(**kwargs)
         if mode not in MODES:
             raise ValueError(
@@ -258,43 +257,42 @@ class AutomatonPositionEncoding(keras.layers.Layer):
                 f"pairs. Received: hidden_dim={hidden_dim}"
             )
         trainable = self.mode in _LEARNED_MODES
+
+        def weight(name, shape, initializer):
+            # Read in float32 even under mixed precision: `call` picks the
+            # precision (see `_working_dtype`).
+            return self.add_weight(
+                shape=shape,
+                initializer=initializer,
+                trainable=trainable,
+                autocast=False,
+                name=name,
+            )
+
         if self.mode == "diagonal_polar_learned":
-            pairs = hidden_dim // 2
-            self.scale = self.add_weight(
-                shape=(pairs,), initializer="ones", name="scale"
+            pairs = (hidden_dim // 2,)
+            self.scale = weight("scale", pairs, "ones")
+            self.phase = weight(
+                "phase", pairs, keras.initializers.Constant(math.pi / 2)
             )
-            self.phase = self.add_weight(
-                shape=(pairs,),
-                initializer=keras.initializers.Constant(math.pi / 2),
-                name="phase",
-            )
-            self.log_modulus = self.add_weight(
-                shape=(pairs,), initializer="zeros", name="log_modulus"
-            )
-            self.angle = self.add_weight(
-                shape=(pairs,),
-                initializer=_sinusoid_angle_initializer(self.max_wavelength),
-                name="angle",
+            self.log_modulus = weight("log_modulus", pairs, "zeros")
+            self.angle = weight(
+                "angle", pairs, _sinusoid_angle_initializer(self.max_wavelength)
             )
         elif self.mode in _MATRIX_MODES:
-            self.initial_weights = self.add_weight(
-                shape=(hidden_dim,),
-                initializer=_fixed_norm_initializer(),
-                trainable=trainable,
-                name="initial_weights",
+            self.initial_weights = weight(
+                "initial_weights", (hidden_dim,), _fixed_norm_initializer()
             )
-            self.transition_matrix = self.add_weight(
-                shape=(hidden_dim, hidden_dim),
-                initializer=keras.initializers.Orthogonal(),
-                trainable=trainable,
-                name="transition_matrix",
+            self.transition_matrix = weight(
+                "transition_matrix",
+                (hidden_dim, hidden_dim),
+                keras.initializers.Orthogonal(),
             )
         elif self.mode in _PER_POSITION_MODES:
-            self.embeddings = self.add_weight(
-                shape=(self.max_length, hidden_dim),
-                initializer=_fixed_norm_initializer(),
-                trainable=trainable,
-                name="embeddings",
+            self.embeddings = weight(
+                "embeddings",
+                (self.max_length, hidden_dim),
+                _fixed_norm_initializer(),
             )
 
     def call(self, inputs, start_index=0):
@@ -314,9 +312,10 @@ class AutomatonPositionEncoding(keras.layers.Layer):
                 num_bits = None
                 if static_start is not None and isinstance(length, int):
                     num_bits = max(static_start + length - 1, 0).bit_length()
+                dtype = self._working_dtype()
                 encoding = _matrix_forward_weights(
-                    ops.cast(self.initial_weights, self.compute_dtype),
-                    ops.cast(self.transition_matrix, self.compute_dtype),
+                    ops.cast(self.initial_weights, dtype),
+                    ops.cast(self.transition_matrix, dtype),
                     positions,
                     num_bits,
                 )
@@ -325,10 +324,14 @@ class AutomatonPositionEncoding(keras.layers.Layer):
         encoding = ops.cast(encoding, self.compute_dtype)
         return ops.broadcast_to(ops.expand_dims(encoding, 0), shape)
 
+    def _working_dtype(self):
+        # Half-precision policies compute the encodings in float32: float16
+        # cannot even count positions past 2048, and powers of a matrix
+        # would lose what little precision it has.
+        return keras.backend.result_type(self.compute_dtype, "float32")
+
     def _diagonal_polar(self, inputs, positions):
-        # Half-precision policies compute the angles in float32: float16
-        # cannot even count positions past 2048.
-        dtype = keras.backend.result_type(self.compute_dtype, "float32")
+        dtype = self._working_dtype()
         positions = ops.expand_dims(ops.cast(positions, dtype), -1)
         if self.mode == "diagonal_polar_fixed":
             pairs = inputs.shape[-1] // 2

@@ -52,6 +52,12 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
             out (acts as the identity) and the mask is not propagated.
         use_initial_weights: learn a complex initial weight vector `lambda`
             (off by default; the paper found it made no difference).
+        unit_modulus: if True, every transition weight lies on the unit
+            circle (`r = 0`, no `r` embedding): the automaton can only turn
+            angles, as a cyclic counter does. The log-polar output is then
+            `[cos(sum theta), sin(sum theta)]` (`[batch, 2*d]`, the sum of
+            log-moduli is identically 0 and left out). Not in the paper; see
+            `ComplexDeepSets` for why we offer it.
         output_format: `"log_polar"` (default, `[cos(sum theta),
             sin(sum theta), sum r]`, `[batch, 3*d]`, always finite) or
             `"complex"` (`[batch, 2*d]` forward weights, real parts then
@@ -88,6 +94,7 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         num_states,
         mask_zero=True,
         use_initial_weights=False,
+        unit_modulus=False,
         output_format="log_polar",
         log_modulus_initializer=None,
         direction_initializer=None,
@@ -105,6 +112,7 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         self.num_states = num_states
         self.mask_zero = bool(mask_zero)
         self.use_initial_weights = bool(use_initial_weights)
+        self.unit_modulus = bool(unit_modulus)
         self.output_format = output_format
         self.log_modulus_initializer = keras.initializers.get(
             log_modulus_initializer or _tiny_initializer()
@@ -123,9 +131,11 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
                 name=name,
             )
 
-        self.log_modulus_embedding = embedding(
-            "log_modulus_embedding", self.log_modulus_initializer
-        )
+        self.log_modulus_embedding = None
+        if not self.unit_modulus:
+            self.log_modulus_embedding = embedding(
+                "log_modulus_embedding", self.log_modulus_initializer
+            )
         self.real_embedding = embedding(
             "real_embedding", self.direction_initializer
         )
@@ -141,13 +151,15 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         )
 
     def build(self, input_shape):
-        for embedding in (
-            self.log_modulus_embedding,
-            self.real_embedding,
-            self.imag_embedding,
-        ):
+        for embedding in self._embeddings():
             embedding.build(input_shape)
         self.pooling.build(tuple(input_shape) + (3 * self.num_states,))
+
+    def _embeddings(self):
+        embeddings = [self.real_embedding, self.imag_embedding]
+        if self.log_modulus_embedding is not None:
+            embeddings.insert(0, self.log_modulus_embedding)
+        return embeddings
 
     def _combined_mask(self, inputs, mask):
         if self.mask_zero:
@@ -164,21 +176,22 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
                 f"Received: inputs.shape={tuple(inputs.shape)}"
             )
         inputs = ops.cast(inputs, "int32")
-        elements = ops.concatenate(
-            [
-                self.log_modulus_embedding(inputs),
-                self.real_embedding(inputs),
-                self.imag_embedding(inputs),
-            ],
-            axis=-1,
-        )
-        return self.pooling(elements, mask=self._combined_mask(inputs, mask))
+        parts = [embedding(inputs) for embedding in self._embeddings()]
+        if self.unit_modulus:
+            parts.insert(0, ops.zeros_like(parts[0]))  # r = 0: |mu(a)| = 1
+        elements = ops.concatenate(parts, axis=-1)
+        outputs = self.pooling(elements, mask=self._combined_mask(inputs, mask))
+        if self.unit_modulus and self.output_format == "log_polar":
+            # Drop sum(r), identically 0 (or lambda's constant log-modulus).
+            outputs = outputs[:, : 2 * self.num_states]
+        return outputs
 
     def compute_mask(self, inputs, mask=None):
         return None
 
     def compute_output_shape(self, input_shape):
-        parts = 3 if self.output_format == "log_polar" else 2
+        log_polar = self.output_format == "log_polar"
+        parts = 3 if log_polar and not self.unit_modulus else 2
         return (input_shape[0], parts * self.num_states)
 
     def get_config(self):
@@ -189,6 +202,7 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
                 "num_states": self.num_states,
                 "mask_zero": self.mask_zero,
                 "use_initial_weights": self.use_initial_weights,
+                "unit_modulus": self.unit_modulus,
                 "output_format": self.output_format,
                 "log_modulus_initializer": keras.initializers.serialize(
                     self.log_modulus_initializer

@@ -208,12 +208,21 @@ def model_card(name, task, model, metrics, learning_rate, seed):
     """The preset's README.md, filled with the metrics it reached."""
     family = type(model).__name__
     table = format_accuracy_table({name: metrics})
+    variant = ""
+    if getattr(model, "unit_modulus", False):
+        variant = (
+            "\nVariant: `unit_modulus=True`, transition weights on the unit "
+            "circle, read out as `[cos, sin]` only (not the paper's readout, "
+            "which also sees the sum of log-moduli and, trained by this "
+            "recipe, was right only up to length 70; see the `ComplexDeepSets`"
+            " docstring and benchmarks/RESULTS.md).\n"
+        )
     return f"""# `{name}`
 
 {family} trained to predict {_TASK_TEXT[task]}
 (DeBenedetto & Chiang, "Representing Unordered Data Using Complex-Weighted
 Multiset Automata", ICML 2020, Sec. 5).
-
+{variant}
 ## Use
 
 ```python
@@ -253,12 +262,18 @@ with `keras-msets zoo evaluate {name}`.
 """
 
 
-def run_from_command_line(train, description):
-    """The `python recipe.py [--output-dir DIR] [--epochs N]` entry point."""
+def run_from_command_line(train, description, flags=()):
+    """The `python recipe.py [--output-dir DIR] [--epochs N]` entry point.
+
+    `flags` lists extra boolean options `(flag, help)`; each is passed to
+    `train` as a keyword (`--paper-readout` -> `paper_readout=True`).
+    """
     import argparse
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--output-dir", default=None)
     parser.add_argument("--epochs", type=int, default=300)
-    args = parser.parse_args()
-    print(train(args.output_dir, args.epochs))
+    for flag, text in flags:
+        parser.add_argument(flag, action="store_true", help=text)
+    args = vars(parser.parse_args())
+    print(train(args.pop("output_dir"), args.pop("epochs"), **args))

@@ -17,6 +17,18 @@ class ComplexDeepSets(keras.Model):
     Because complex multiplication is cyclic, it can represent the units
     digit of a sum, which real DeepSets cannot.
 
+    `unit_modulus=True` (not in the paper) keeps every transition weight on
+    the unit circle and reads out only `[cos(sum theta), sin(sum theta)]`.
+    We added it after the paper's readout failed to extrapolate on task 2:
+    trained by the paper's recipe, the readout that also sees `sum r` (a
+    measure of the set size) reached 100% accuracy up to length 70 and 0%
+    from 75 on (`benchmarks/RESULTS.md`). Seeing the size, the model can
+    settle on angles that are off by a constant per element and correct
+    for it through `sum r` within the training lengths; without `sum r` it
+    has to learn the exact cyclic angles, which hold at any length. The
+    `complex_deepsets_units_digit` preset uses it; the sum task needs the
+    moduli and keeps the paper's readout.
+
     Parameter count: with `vocabulary_size=11` (the reference code's
     embedding tables, one row more than the ten ids 0-9 it uses) this model
     has the paper's 1,801 parameters (3 x 11 x 50 + 151); the default
@@ -27,6 +39,8 @@ class ComplexDeepSets(keras.Model):
         num_states: stored complex states per symbol (50 in the paper; the
             conjugate partners are implicit, see `DiagonalMultisetAutomaton`).
         use_initial_weights: learn a complex initial weight vector.
+        unit_modulus: transition weights on the unit circle, read out as
+            `[cos, sin]` only (see above). Defaults to False (the paper).
         output_units: width of the final dense readout.
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
@@ -54,6 +68,7 @@ class ComplexDeepSets(keras.Model):
         vocabulary_size=10,
         num_states=50,
         use_initial_weights=False,
+        unit_modulus=False,
         output_units=1,
         **kwargs,
     ):
@@ -62,6 +77,7 @@ class ComplexDeepSets(keras.Model):
             vocabulary_size,
             num_states,
             use_initial_weights=use_initial_weights,
+            unit_modulus=unit_modulus,
             name="automaton",
         )(inputs)
         outputs = keras.layers.Dense(output_units, name="readout")(features)
@@ -69,6 +85,7 @@ class ComplexDeepSets(keras.Model):
         self.vocabulary_size = vocabulary_size
         self.num_states = num_states
         self.use_initial_weights = use_initial_weights
+        self.unit_modulus = unit_modulus
         self.output_units = output_units
 
     def get_config(self):
@@ -78,6 +95,7 @@ class ComplexDeepSets(keras.Model):
             "vocabulary_size": self.vocabulary_size,
             "num_states": self.num_states,
             "use_initial_weights": self.use_initial_weights,
+            "unit_modulus": self.unit_modulus,
             "output_units": self.output_units,
         }
 
