@@ -10,7 +10,7 @@ at `--rnn-epochs` epochs because recurrent layers are slow on 2 CPU cores.
         [--rnn-epochs 10] [--num-per-length 10000]
 
 Writes `benchmarks/figure3_digit_sum.png` and
-`benchmarks/out/figure3_digit_sum.json`, and prints a markdown table for
+`benchmarks/results/figure3_digit_sum.json`, and prints a markdown table for
 `benchmarks/RESULTS.md`.
 """
 
@@ -71,7 +71,7 @@ def main():
         print(f"\n{TASKS[task]} ({keras.backend.backend()})")
         print(digit_sum_recipe.format_accuracy_table(results[task]))
 
-    out = HERE / "out"
+    out = HERE / "results"
     out.mkdir(exist_ok=True)
     results["settings"] = {
         "backend": keras.backend.backend(),
