@@ -58,6 +58,30 @@ class DiagonalMultisetAutomatonTest(testing.TestCase):
         )
         assert log_polar.shape == (4, 15)
 
+    def test_unit_modulus(self):
+        ids = _ids()
+        self.run_layer_test(
+            layers.DiagonalMultisetAutomaton,
+            {"alphabet_size": 7, "num_states": 5, "unit_modulus": True},
+            ids,
+            expected_output_shape=(4, 10),
+            expected_num_trainable_weights=2,
+        )
+        layer = layers.DiagonalMultisetAutomaton(
+            7, 5, unit_modulus=True, output_format="complex"
+        )
+        out = keras.ops.convert_to_numpy(layer(ids))
+        x, y = (
+            keras.ops.convert_to_numpy(e.embeddings).astype("float64")
+            for e in (layer.real_embedding, layer.imag_embedding)
+        )
+        mu = (x + 1j * y) / np.abs(x + 1j * y)
+        forward = np.prod(np.where((ids > 0)[..., None], mu[ids], 1.0), 1)
+        self.assertAllClose(
+            out, np.concatenate([forward.real, forward.imag], -1), atol=1e-5
+        )
+        np.testing.assert_allclose(np.abs(forward), 1.0, atol=1e-6)
+
     def test_explicit_mask_combines_with_padding(self):
         ids = _ids()
         mask = np.random.default_rng(1).random(ids.shape) < 0.6
