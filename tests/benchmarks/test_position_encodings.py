@@ -1,0 +1,63 @@
+"""The position-encoding benchmark runs end to end in smoke mode."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+SCRIPT = (
+    Path(__file__).resolve().parents[2] / "benchmarks" / "position_encodings.py"
+)
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("position_encodings", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_position_encodings_smoke(tmp_path):
+    script = _load_script()
+    results = script.main(["--smoke", "--output-dir", str(tmp_path)])
+    assert (tmp_path / "position_encodings.png").stat().st_size > 0
+    saved = json.loads((tmp_path / "position_encodings.json").read_text())
+    settings = saved["settings"]
+    assert settings["smoke"] is True
+    assert settings["backend"] == results["settings"]["backend"]
+    lengths = settings["in_lengths"] + settings["long_lengths"]
+    assert set(saved["summary"]) == set(script.MODES)
+    for mode, summary in saved["summary"].items():
+        assert np.isfinite(summary["final_train_loss"]), mode
+        for length in lengths:
+            for value in summary["accuracy_by_length"][str(length)].values():
+                assert 0.0 <= value <= 1.0, (mode, length)
+    trainable = {
+        mode: summary["encoding_trainable_parameters"]
+        for mode, summary in saved["summary"].items()
+    }
+    d, max_length = settings["hidden_dim"], max(lengths)
+    assert trainable == {
+        "diagonal_polar_fixed": 0,
+        "diagonal_polar_learned": 4 * (d // 2),
+        "full_matrix_random": 0,
+        "full_matrix_learned": d + d * d,
+        "per_position_random": 0,
+        "per_position_learned": max_length * d,
+    }
+
+
+def test_targets_are_the_tokens_shifted_by_k():
+    script = _load_script()
+    config = dict(script.FULL, shift=2)
+    rng = np.random.default_rng(0)
+    tokens, targets = script.make_sequences(rng, 3, [5, 2, 6], 6, config)
+    for row, length in zip(range(3), [5, 2, 6], strict=True):
+        assert np.all(tokens[row, :length] > 0)
+        assert np.all(tokens[row, length:] == 0)
+        assert np.all(targets[row, :2] == 0)
+        np.testing.assert_array_equal(
+            targets[row, 2:length], tokens[row, : length - 2]
+        )
+        assert np.all(targets[row, length:] == 0)
