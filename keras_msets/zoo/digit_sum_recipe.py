@@ -227,6 +227,7 @@ Multiset Automata", ICML 2020, Sec. 5).
 
 ```python
 import keras_msets
+
 model = keras_msets.zoo.load("{name}")
 prediction = model.predict(digits)  # round() it for the integer answer
 ```
