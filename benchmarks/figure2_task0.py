@@ -18,7 +18,7 @@ with a baseline that predicts the mean string weight for every string
     KERAS_BACKEND=jax python benchmarks/figure2_task0.py [--seed 0]
     KERAS_BACKEND=jax python benchmarks/figure2_task0.py --smoke
 
-Writes `benchmarks/figure2_task0.png` and `benchmarks/out/figure2_task0.json`
+Writes `benchmarks/figure2_task0.png` and `benchmarks/results/figure2_task0.json`
 (or both under `--output-dir`) and prints a markdown table for
 `benchmarks/RESULTS.md`.
 
@@ -413,7 +413,7 @@ def main(argv=None):
 
     if args.output_dir is None:
         png = HERE / "figure2_task0.png"
-        json_path = HERE / "out" / "figure2_task0.json"
+        json_path = HERE / "results" / "figure2_task0.json"
     else:
         png = Path(args.output_dir) / "figure2_task0.png"
         json_path = Path(args.output_dir) / "figure2_task0.json"
