@@ -61,7 +61,8 @@ def test_preset_folder_is_complete(name):
 def test_load_gives_an_uncompiled_model_with_the_recorded_size(name):
     model = zoo.load(name)
     assert model.count_params() == zoo.info(name)["parameter_count"]
-    assert not model.compiled and model.optimizer is None
+    assert not model.compiled
+    assert getattr(model, "optimizer", None) is None
     assert "compile_config" not in json.loads(
         (registry.presets_root() / name / "config.json").read_text()
     )
