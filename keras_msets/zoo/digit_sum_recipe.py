@@ -32,19 +32,32 @@ def fit(
     learning_rate=1e-3,
     seed=0,
     verbose=2,
+    readout_weight_decay=None,
 ):
     """Train `model` on digit-sum `task` ("sum" or "units_digit").
 
-    Returns the `keras.callbacks.History` and the wall time in seconds.
+    `readout_weight_decay`, if given, uses AdamW with that decoupled weight
+    decay on the readout layer's weights only (not in the paper; an
+    experiment against states that only cancel each other, see
+    benchmarks/RESULTS.md). Returns the `keras.callbacks.History` and the
+    wall time in seconds.
     """
     keras.utils.set_random_seed(seed)
     (x_train, y_train), (x_dev, y_dev) = data.digit_sum_train_dev(
         task=task, seed=seed
     )
-    model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate, epsilon=1e-3),
-        loss="mse",
-    )
+    if readout_weight_decay:
+        optimizer = keras.optimizers.AdamW(
+            learning_rate, weight_decay=readout_weight_decay, epsilon=1e-3
+        )
+        optimizer.exclude_from_weight_decay(
+            var_list=[
+                w for w in model.trainable_weights if "readout" not in w.path
+            ]
+        )
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate, epsilon=1e-3)
+    model.compile(optimizer=optimizer, loss="mse")
     callbacks = [
         keras.callbacks.ReduceLROnPlateau(
             monitor="val_loss", factor=0.5, patience=2, verbose=verbose
@@ -167,6 +180,7 @@ def train_preset(
     learning_rate=1e-3,
     seed=0,
     verbose=2,
+    **fit_kwargs,
 ):
     """Fit `build_model()` on `task`, evaluate it, write the preset folder."""
     model = build_model()
@@ -177,6 +191,7 @@ def train_preset(
         learning_rate=learning_rate,
         seed=seed,
         verbose=verbose,
+        **fit_kwargs,
     )
     metrics = evaluate(model, task, verbose=verbose)
     metrics["epochs_run"] = len(history.history["loss"])
