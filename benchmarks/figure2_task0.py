@@ -18,9 +18,9 @@ with a baseline that predicts the mean string weight for every string
     KERAS_BACKEND=jax python benchmarks/figure2_task0.py [--seed 0]
     KERAS_BACKEND=jax python benchmarks/figure2_task0.py --smoke
 
-Writes `benchmarks/figure2_task0.png` and `benchmarks/results/figure2_task0.json`
-(or both under `--output-dir`) and prints a markdown table for
-`benchmarks/RESULTS.md`.
+Writes `benchmarks/figure2_task0.png` and
+`benchmarks/results/figure2_task0.json` (or both under `--output-dir`)
+and prints a markdown table for `benchmarks/RESULTS.md`.
 
 The model. The paper drops the final dense layer for this task and sums
 the forward weights over states. The prediction for a string `w` is

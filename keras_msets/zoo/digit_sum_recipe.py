@@ -293,3 +293,27 @@ def run_from_command_line(train, description, flags=()):
         parser.add_argument(flag, action="store_true", help=text)
     args = vars(parser.parse_args())
     print(train(args.pop("output_dir"), args.pop("epochs"), **args))
+
+
+def recipe_functions(name, task, build_model, preset_dir):
+    """The `evaluate(model)` and `train(output_dir, epochs)` of a recipe.
+
+    Every digit-sum recipe is this shared `model.fit` recipe applied to its
+    own `build_model`; `train` writes into `preset_dir` unless told
+    otherwise, and passes extra keywords to `build_model`.
+    """
+
+    def evaluate_preset(model, verbose=1):
+        return evaluate(model, task, verbose=verbose)
+
+    def train(output_dir=None, epochs=300, verbose=2, **model_kwargs):
+        return train_preset(
+            name,
+            task,
+            lambda: build_model(**model_kwargs),
+            output_dir or preset_dir,
+            epochs=epochs,
+            verbose=verbose,
+        )
+
+    return evaluate_preset, train

@@ -33,21 +33,9 @@ def build_model(paper_readout=False):
     )
 
 
-def evaluate(model, verbose=1):
-    return digit_sum_recipe.evaluate(model, TASK, verbose=verbose)
-
-
-def train(output_dir=None, epochs=300, verbose=2, paper_readout=False):
-    return digit_sum_recipe.train_preset(
-        NAME,
-        TASK,
-        lambda: build_model(paper_readout),
-        output_dir or Path(__file__).parent,
-        epochs=epochs,
-        learning_rate=1e-3,
-        seed=0,
-        verbose=verbose,
-    )
+evaluate, train = digit_sum_recipe.recipe_functions(
+    NAME, TASK, build_model, Path(__file__).parent
+)
 
 
 if __name__ == "__main__":

@@ -23,21 +23,9 @@ def build_model():
     return DeepSets(vocabulary_size=10, name=NAME)
 
 
-def evaluate(model, verbose=1):
-    return digit_sum_recipe.evaluate(model, TASK, verbose=verbose)
-
-
-def train(output_dir=None, epochs=300, verbose=2):
-    return digit_sum_recipe.train_preset(
-        NAME,
-        TASK,
-        build_model,
-        output_dir or Path(__file__).parent,
-        epochs=epochs,
-        learning_rate=1e-3,
-        seed=0,
-        verbose=verbose,
-    )
+evaluate, train = digit_sum_recipe.recipe_functions(
+    NAME, TASK, build_model, Path(__file__).parent
+)
 
 
 if __name__ == "__main__":
