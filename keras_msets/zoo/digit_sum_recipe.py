@@ -145,15 +145,15 @@ def format_accuracy_table(metrics_by_model):
     return "\n".join(lines)
 
 
-DATA_DESCRIPTION = {
-    task: (
-        f"keras_msets.data.digit_sum_train_dev(task={task!r}, seed=0): "
+def data_description(task, seed):
+    """What a preset was trained and measured on, for its metadata."""
+    return (
+        f"keras_msets.data.digit_sum_train_dev(task={task!r}, seed={seed}): "
         "100,000 sequences of digits 1-9, lengths 1-50, split 99,000 train /"
         " 1,000 dev; test: digit_sum_test_sets(seed=1), 10,000 sequences per "
         "length 5, 10, ..., 95 and 1,000 of length 500"
     )
-    for task in data.TASKS
-}
+
 
 _TASK_TEXT = {
     "sum": "the sum of a multiset of digits 1-9 (task 1)",
@@ -204,7 +204,7 @@ def train_preset(
     registry.save_preset(
         model,
         output_dir,
-        data=DATA_DESCRIPTION[task],
+        data=data_description(task, seed),
         metrics=metrics,
         card=card,
         example_input=example_input(),
@@ -257,7 +257,7 @@ prediction = model.predict(digits)  # round() it for the integer answer
 ## Training
 
 `zoo/{name}/recipe.py` (re-run: `keras-msets zoo train {name}`):
-{DATA_DESCRIPTION[task]}. Mean squared error, Adam (learning rate
+{data_description(task, seed)}. Mean squared error, Adam (learning rate
 {learning_rate}, epsilon 1e-3), batch 128, learning rate x0.5 after 2 epochs
 without dev improvement, early stopping after 10 (best weights restored);
 seed {seed}. It ran {metrics["epochs_run"]} epochs in
@@ -295,7 +295,7 @@ def run_from_command_line(train, description, flags=()):
     print(train(args.pop("output_dir"), args.pop("epochs"), **args))
 
 
-def recipe_functions(name, task, build_model, preset_dir):
+def recipe_functions(name, task, build_model, preset_dir, seed=0):
     """The `evaluate(model)` and `train(output_dir, epochs)` of a recipe.
 
     Every digit-sum recipe is this shared `model.fit` recipe applied to its
@@ -313,6 +313,7 @@ def recipe_functions(name, task, build_model, preset_dir):
             lambda: build_model(**model_kwargs),
             output_dir or preset_dir,
             epochs=epochs,
+            seed=seed,
             verbose=verbose,
         )
 

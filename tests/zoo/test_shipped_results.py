@@ -31,3 +31,16 @@ def test_preset_reaches_its_target_on_fresh_data(name):
     for length, (x, y) in test_sets.items():
         accuracy = data.digit_sum_accuracy(y, model.predict(x, verbose=0))
         assert low <= accuracy <= high, (name, length, accuracy)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["complex_deepsets_units_digit", "complex_deepsets_digit_sum"],
+)
+def test_complex_presets_are_right_ten_times_past_training_lengths(name):
+    task = TARGETS[name][0]
+    ((x, y),) = data.digit_sum_test_sets(
+        task=task, lengths=(500,), num_per_length=200, seed=3
+    ).values()
+    accuracy = data.digit_sum_accuracy(y, zoo.load(name).predict(x, verbose=0))
+    assert accuracy >= 0.99, (name, accuracy)

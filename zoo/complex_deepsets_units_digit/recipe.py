@@ -12,7 +12,7 @@ Re-run it end to end with
 or `keras-msets zoo train complex_deepsets_units_digit`; it writes the
 preset folder (default: next to this file, replacing the shipped preset).
 `--paper-readout --output-dir DIR` trains the paper's readout instead (the
-run reported in benchmarks/RESULTS.md).
+run reported in benchmarks/RESULTS.md used seed 0).
 """
 
 from pathlib import Path
@@ -33,8 +33,13 @@ def build_model(paper_readout=False):
     )
 
 
+# Seed 1: with seed 0 the same recipe was exact up to length 95 but learned
+# a pair of size-measuring states that break it from length 300 on (0% at
+# 500); seed 1 is exact up to 1000 (benchmarks/RESULTS.md).
+SEED = 1
+
 evaluate, train = digit_sum_recipe.recipe_functions(
-    NAME, TASK, build_model, Path(__file__).parent
+    NAME, TASK, build_model, Path(__file__).parent, seed=SEED
 )
 
 
