@@ -73,16 +73,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import keras_msets
+from keras_msets.layers.automaton_position_encoding import MODES
 
 HERE = Path(__file__).parent
-MODES = (
-    "diagonal_polar_fixed",
-    "diagonal_polar_learned",
-    "full_matrix_random",
-    "full_matrix_learned",
-    "per_position_random",
-    "per_position_learned",
-)
 # Table 1 of the paper, "combined" column (all seven language pairs'
 # test sets together), case-insensitive BLEU; † = significantly different
 # from the first line (p < 0.05).
