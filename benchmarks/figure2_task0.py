@@ -82,8 +82,8 @@ improvement, and keeps the best model. Here:
 - at most `--steps` full-batch steps (default 10000, paper 30k epochs),
   early stopping on the training loss after 100 steps without improvement
   (`min_delta` 0; the best weights are restored), as in the paper;
-- 5 automata per size (paper 10) and the best of 4 restarts per automaton
-  (paper 10), sizes d = 2, 4, 8, 16.
+- 10 automata per size (as the paper) and the best of 4 restarts per
+  automaton (paper 10), sizes d = 2, 4, 8, 16.
 Reported per size: mean +- std over automata of the best restart's final
 training MSE, of the baseline's MSE, and of their ratio (relative MSE;
 the baseline's relative MSE is 1 by definition).
@@ -122,7 +122,7 @@ PAPER_CLAIM = (
 
 FULL = {
     "sizes": (2, 4, 8, 16),
-    "num_automata": 5,
+    "num_automata": 10,
     "restarts": 4,
     "steps": 10000,
     "steps_per_epoch": 20,
