@@ -3,17 +3,31 @@
 from keras_msets.layers.automaton_position_encoding import (
     AutomatonPositionEncoding,
 )
+from keras_msets.layers.complex_dense import ComplexDense
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
 )
+from keras_msets.layers.complex_order_embedding import ComplexOrderEmbedding
 from keras_msets.layers.diagonal_multiset_automaton import (
     DiagonalMultisetAutomaton,
 )
+from keras_msets.layers.induced_set_attention_block import (
+    InducedSetAttentionBlock,
+)
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
+from keras_msets.layers.pooling_by_multihead_attention import (
+    PoolingByMultiheadAttention,
+)
+from keras_msets.layers.set_attention_block import SetAttentionBlock
 
 __all__ = [
     "AutomatonPositionEncoding",
+    "ComplexDense",
     "ComplexMultiplicationPooling",
+    "ComplexOrderEmbedding",
     "DiagonalMultisetAutomaton",
+    "InducedSetAttentionBlock",
     "MaskedSetPooling",
+    "PoolingByMultiheadAttention",
+    "SetAttentionBlock",
 ]

@@ -149,3 +149,85 @@ def automaton_position_encoding_diagonal_polar_learned():
         )
 
     return build, inputs
+
+
+@golden_case("complex_order_embedding")
+def complex_order_embedding():
+    from keras_msets import layers
+
+    def build():
+        return layers.ComplexOrderEmbedding(
+            10,
+            4,
+            frequency_sharing="word",
+            use_initial_phase=True,
+            mask_zero=True,
+            name="complex_order_embedding",
+        )
+
+    return build, _digit_ids(17)
+
+
+@golden_case("complex_dense")
+def complex_dense():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(18)
+    inputs = rng.normal(size=(3, 5, 2 * 4)).astype("float32")
+
+    def build():
+        return layers.ComplexDense(3, activation="tanh", name="complex_dense")
+
+    return build, inputs
+
+
+@golden_case("set_attention_block")
+def set_attention_block():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(17)
+    inputs = rng.normal(size=(3, 6, 8)).astype("float32")
+    mask = rng.random((3, 6)) < 0.7
+    mask[:, 0] = True
+
+    def build():
+        return layers.SetAttentionBlock(
+            num_heads=2, ff_dim=12, name="set_attention_block"
+        )
+
+    return build, inputs, {"mask": mask}
+
+
+@golden_case("induced_set_attention_block")
+def induced_set_attention_block():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(18)
+    inputs = rng.normal(size=(3, 7, 8)).astype("float32")
+    mask = rng.random((3, 7)) < 0.7
+    mask[:, 0] = True
+
+    def build():
+        return layers.InducedSetAttentionBlock(
+            num_inducing_points=3, num_heads=2, name="isab"
+        )
+
+    return build, inputs, {"mask": mask}
+
+
+@golden_case("pooling_by_multihead_attention")
+def pooling_by_multihead_attention():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(19)
+    inputs = rng.normal(size=(4, 6, 8)).astype("float32")
+    mask = rng.random((4, 6)) < 0.7
+    mask[:, 0] = True
+    mask[3] = False  # an all-masked set
+
+    def build():
+        return layers.PoolingByMultiheadAttention(
+            num_seeds=2, num_heads=4, name="pma"
+        )
+
+    return build, inputs, {"mask": mask}

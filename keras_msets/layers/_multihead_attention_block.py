@@ -1,0 +1,220 @@
+"""The multihead attention block (MAB) shared by the set attention layers.
+
+Private: `SetAttentionBlock`, `InducedSetAttentionBlock` and
+`PoolingByMultiheadAttention` each own one or two of these blocks; its
+attribute names (`attention`, `attention_norm`, `ff_hidden`, `ff_output`,
+`output_norm`) key the weight files and are frozen.
+"""
+
+import keras
+from keras import ops
+
+from keras_msets import ops as msets_ops
+
+
+def check_positive_int(name, value, allow_none=False):
+    """Raises a ValueError unless `value` is a positive integer (or None)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        kind = (
+            "a positive integer or None"
+            if allow_none
+            else ("a positive integer")
+        )
+        raise ValueError(f"`{name}` must be {kind}. Received: {name}={value!r}")
+    return int(value)
+
+
+def check_dropout(dropout):
+    """Raises a ValueError unless `0 <= dropout < 1`."""
+    if (
+        isinstance(dropout, bool)
+        or not isinstance(dropout, (int, float))
+        or not 0.0 <= dropout < 1.0
+    ):
+        raise ValueError(
+            "`dropout` must be a float in [0, 1). "
+            f"Received: dropout={dropout!r}"
+        )
+    return float(dropout)
+
+
+def check_epsilon(layer_norm_epsilon):
+    """Raises a ValueError unless `layer_norm_epsilon` is a positive float."""
+    if (
+        isinstance(layer_norm_epsilon, bool)
+        or not isinstance(layer_norm_epsilon, (int, float))
+        or not layer_norm_epsilon > 0
+    ):
+        raise ValueError(
+            "`layer_norm_epsilon` must be a positive float. Received: "
+            f"layer_norm_epsilon={layer_norm_epsilon!r}"
+        )
+    return float(layer_norm_epsilon)
+
+
+def check_set_shape(input_shape, name="inputs"):
+    """Checks a `[batch, set_size, dim]` shape with a known `dim`."""
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 3 or input_shape[-1] is None:
+        raise ValueError(
+            f"`{name}` must have shape [batch, set_size, dim] with a known "
+            f"`dim`. Received: {name}.shape={input_shape}"
+        )
+    return input_shape
+
+
+def zero_padding(x, mask):
+    """Replaces the padded elements of `x [batch, n, dim]` with zeros.
+
+    Padded values (even `inf` or `NaN`) then never reach any arithmetic.
+    Returns `(x, mask)` with `mask` as a boolean tensor (or None).
+    """
+    if mask is None:
+        return x, None
+    full_mask = msets_ops.expand_mask(mask, x)
+    x = ops.where(full_mask, x, ops.zeros_like(x))
+    return x, full_mask[..., 0]
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class MultiheadAttentionBlock(keras.layers.Layer):
+    """Post-LN multihead attention block `MAB(X, Y)` (private).
+
+    `H = LN(X + Multihead(X, Y, Y))`, `MAB(X, Y) = LN(H + FF(H))`, with
+    `FF = Dense(ff_dim, relu) -> Dense(dim)` applied to each element and
+    `dim` the feature size of the queries `X` (Selby et al., eq. 2; Lee et
+    al., eq. 6-7). Padded keys (`value_mask` False) get exactly zero
+    attention. When every key of a set is padded, the attention term is
+    defined as 0, so `H = LN(X)`: finite, and independent of the padded
+    values (Keras would otherwise attend uniformly to the padding, or give
+    `NaN` through torch's fused attention).
+
+    Args:
+        num_heads: number of attention heads.
+        key_dim: size of each head's queries and keys (and values). None:
+            `dim // num_heads`, which must then divide evenly.
+        ff_dim: hidden width of FF. None: `2 * dim` (App. B of Selby et
+            al. uses a feedforward width twice the latent width).
+        dropout: dropout rate on the attention probabilities.
+        layer_norm_epsilon: epsilon of both layer norms (1e-5, PyTorch's
+            default, as in the reference code).
+        **kwargs: base layer keyword arguments.
+
+    Call arguments:
+        query: `[batch, n_q, dim]`.
+        value: `[batch, n_k, dim_k]`, the keys and values.
+        value_mask: optional boolean `[batch, n_k]`, True for real keys.
+        training: whether dropout is active.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim=None,
+        ff_dim=None,
+        dropout=0.0,
+        layer_norm_epsilon=1e-5,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
+        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
+        self.dropout = check_dropout(dropout)
+        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+        # Sub-layers are created in build(): their widths depend on `dim`.
+
+    def _dims(self, dim):
+        key_dim = self.key_dim
+        if key_dim is None:
+            if dim % self.num_heads:
+                raise ValueError(
+                    "With `key_dim=None` the feature size must be divisible "
+                    f"by `num_heads`. Received: dim={dim}, "
+                    f"num_heads={self.num_heads}"
+                )
+            key_dim = dim // self.num_heads
+        ff_dim = self.ff_dim if self.ff_dim is not None else 2 * dim
+        return key_dim, ff_dim
+
+    def build(self, query_shape, value_shape):
+        query_shape = check_set_shape(query_shape, "query")
+        value_shape = check_set_shape(value_shape, "value")
+        dim = query_shape[-1]
+        key_dim, ff_dim = self._dims(dim)
+        self.attention = keras.layers.MultiHeadAttention(
+            num_heads=self.num_heads,
+            key_dim=key_dim,
+            dropout=self.dropout,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.attention_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="attention_norm",
+        )
+        self.ff_hidden = keras.layers.Dense(
+            ff_dim, activation="relu", dtype=self.dtype_policy, name="ff_hidden"
+        )
+        self.ff_output = keras.layers.Dense(
+            dim, dtype=self.dtype_policy, name="ff_output"
+        )
+        self.output_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="output_norm",
+        )
+        self.attention.build(query_shape, value_shape)
+        self.attention_norm.build(query_shape)
+        self.ff_hidden.build(query_shape)
+        self.ff_output.build(query_shape[:-1] + (ff_dim,))
+        self.output_norm.build(query_shape)
+
+    def call(self, query, value, value_mask=None, training=None):
+        attention_mask = None
+        any_valid = None
+        if value_mask is not None:
+            value_mask = ops.cast(value_mask, "bool")
+            any_valid = ops.any(value_mask, axis=1, keepdims=True)
+            # An all-masked set attends to everything (then the result is
+            # replaced by 0 below), so no softmax row is ever fully masked.
+            value_mask = ops.logical_or(value_mask, ops.logical_not(any_valid))
+            query_valid = ops.ones_like(query[..., 0], dtype="bool")
+            attention_mask = ops.logical_and(
+                ops.expand_dims(query_valid, -1),
+                ops.expand_dims(value_mask, 1),
+            )
+        attended = self.attention(
+            query,
+            value,
+            attention_mask=attention_mask,
+            training=training,
+        )
+        if any_valid is not None:
+            attended = ops.where(
+                ops.expand_dims(any_valid, -1),
+                attended,
+                ops.zeros_like(attended),
+            )
+        hidden = self.attention_norm(query + attended)
+        ff = self.ff_output(self.ff_hidden(hidden))
+        return self.output_norm(hidden + ff)
+
+    def compute_output_shape(self, query_shape, value_shape):
+        return tuple(query_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "ff_dim": self.ff_dim,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
+        return config

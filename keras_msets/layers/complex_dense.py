@@ -1,0 +1,168 @@
+import keras
+import numpy as np
+from keras import ops
+
+from keras_msets import ops as msets_ops
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class ComplexDense(keras.layers.Layer):
+    """Densely connected layer with complex weights, on complex activations.
+
+    With complex weights `W = A + iB` and bias `b = c + id`, the input
+    `x + iy` is mapped to `z = sigma(Ax - By + c) + i sigma(Bx + Ay + d)`
+    (Wang et al., App. B, Eq. 10-11): the complex product `W (x + iy) + b`,
+    then a real activation applied to the real parts and to the imaginary
+    parts separately. `shared_weights=True` is the paper's parameter-saving
+    option `A = B`, `c = d`. The product is computed as one real matrix
+    product of `[x, y]` with the block matrix `[[A, B], [-B, A]]`.
+
+    Args:
+        units: positive integer, number of complex output units.
+        activation: activation function applied to the real parts and to
+            the imaginary parts separately (so even `"softmax"` never mixes
+            the two halves). Default None: no activation (the complex
+            linear map).
+        use_bias: whether to add the complex bias `c + id`.
+        shared_weights: if True, uses one matrix for `A` and `B` (and one
+            vector for `c` and `d`): `(A + iA)(x + iy) = A(x - y) +
+            iA(x + y)`.
+        kernel_initializer: initializer of `A` and `B`.
+        bias_initializer: initializer of `c` and `d`.
+        **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: a complex tensor `[..., 2 * input_units]` (real parts, then
+            imaginary parts).
+        mask: optional boolean mask over the leading axes; it does not
+            change the outputs and is returned as the output mask.
+
+    Input shape:
+        `[..., 2 * input_units]`; the last axis must be known and even.
+
+    Output shape:
+        `[..., 2 * units]`: the real parts, then the imaginary parts. A mask
+        on the leading axes (e.g. from `ComplexOrderEmbedding(
+        mask_zero=True)`) is passed through unchanged.
+
+    Example:
+    >>> x = keras.random.normal((2, 5, 2 * 8))
+    >>> keras_msets.layers.ComplexDense(4)(x).shape
+    (2, 5, 8)
+
+    References:
+        - Wang et al., "Encoding word order in complex embeddings",
+          ICLR 2020.
+        - Trabelsi et al., "Deep Complex Networks", ICLR 2018.
+    """
+
+    def __init__(
+        self,
+        units,
+        activation=None,
+        use_bias=True,
+        shared_weights=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if (
+            isinstance(units, bool)
+            or not isinstance(units, (int, np.integer))
+            or units <= 0
+        ):
+            raise ValueError(
+                f"`units` must be a positive integer. Received: units={units!r}"
+            )
+        self.units = int(units)
+        self.activation = keras.activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.shared_weights = bool(shared_weights)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    def _input_units(self, input_shape):
+        features = input_shape[-1] if len(input_shape) else None
+        if len(input_shape) < 2 or features is None or features % 2:
+            raise ValueError(
+                "`inputs` must be a complex tensor [..., 2 * input_units] "
+                "with a known, even last axis. Received: inputs.shape="
+                f"{tuple(input_shape)}"
+            )
+        return features // 2
+
+    def build(self, input_shape):
+        input_units = self._input_units(input_shape)
+        shape = (input_units, self.units)
+        self.real_kernel = self.add_weight(
+            name="real_kernel",
+            shape=shape,
+            initializer=self.kernel_initializer,
+        )
+        if not self.shared_weights:
+            self.imag_kernel = self.add_weight(
+                name="imag_kernel",
+                shape=shape,
+                initializer=self.kernel_initializer,
+            )
+        if self.use_bias:
+            self.real_bias = self.add_weight(
+                name="real_bias",
+                shape=(self.units,),
+                initializer=self.bias_initializer,
+            )
+            if not self.shared_weights:
+                self.imag_bias = self.add_weight(
+                    name="imag_bias",
+                    shape=(self.units,),
+                    initializer=self.bias_initializer,
+                )
+
+    def call(self, inputs, mask=None):
+        # The mask is not used here: Keras passes it on unchanged.
+        self._input_units(inputs.shape)
+        a = self.real_kernel
+        b = a if self.shared_weights else self.imag_kernel
+        # [x, y] @ [[A, B], [-B, A]] = [Ax - By, Bx + Ay] (row vectors).
+        kernel = ops.concatenate(
+            [
+                ops.concatenate([a, b], axis=1),
+                ops.concatenate([ops.negative(b), a], axis=1),
+            ],
+            axis=0,
+        )
+        outputs = ops.matmul(inputs, kernel)
+        if self.use_bias:
+            c = self.real_bias
+            d = c if self.shared_weights else self.imag_bias
+            outputs = outputs + ops.concatenate([c, d], axis=0)
+        if self.activation is not None:
+            real, imag = msets_ops.complex_split(outputs)
+            outputs = msets_ops.complex_merge(
+                self.activation(real), self.activation(imag)
+            )
+        return outputs
+
+    def compute_output_shape(self, input_shape):
+        self._input_units(input_shape)
+        return tuple(input_shape[:-1]) + (2 * self.units,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "activation": keras.activations.serialize(self.activation),
+                "use_bias": self.use_bias,
+                "shared_weights": self.shared_weights,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config

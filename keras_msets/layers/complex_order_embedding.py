@@ -1,0 +1,299 @@
+import keras
+import numpy as np
+from keras import ops
+
+from keras_msets import ops as msets_ops
+
+SHARING_SCHEMES = ("none", "word", "dimension")
+# Sinusoidal frequencies `max_wavelength ** (-2 k / d_model)`, as in
+# Vaswani et al. and KerasHub's `SinePositionEncoding`.
+_MAX_WAVELENGTH = 10000.0
+
+
+def _check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(
+            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        )
+    if value <= 0:
+        raise ValueError(
+            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def _check_sharing(value, name):
+    if value not in SHARING_SCHEMES:
+        raise ValueError(
+            f"`{name}` must be one of {SHARING_SCHEMES}. "
+            f"Received: {name}={value!r}"
+        )
+    return value
+
+
+def _parameter_shape(sharing, input_dim, output_dim):
+    """Shape of a parameter under a Table 4 sharing scheme."""
+    if sharing == "none":
+        return (input_dim, output_dim)
+    if sharing == "word":
+        return (output_dim,)
+    return (input_dim,)
+
+
+def sinusoidal_frequencies(output_dim, dtype=None):
+    """`omega_k = 10000 ** (-2 k / d_model)`, `d_model = 2 * output_dim`.
+
+    Complex dimension `k` (`k = 0 .. output_dim - 1`) carries the pair of
+    Transformer sinusoids `2k`, `2k + 1` of a `d_model = 2 * output_dim`
+    encoding (App. A). Computed with the same float operations as
+    KerasHub's `SinePositionEncoding`.
+    """
+    min_frequency = ops.cast(1.0 / _MAX_WAVELENGTH, dtype)
+    exponents = ops.cast(2 * ops.arange(output_dim), dtype) / ops.cast(
+        2 * output_dim, dtype
+    )
+    return ops.power(min_frequency, exponents)
+
+
+def _sinusoidal_initializer(sharing, output_dim):
+    def initializer(shape, dtype=None):
+        frequencies = sinusoidal_frequencies(output_dim, dtype)
+        if sharing == "none":
+            # A product, not a broadcast view (PyTorch cannot assign one).
+            return ops.ones(shape, dtype) * frequencies[None, :]
+        if sharing == "word":
+            return frequencies
+        # One frequency per word: word j starts with omega_{j mod d}.
+        return ops.take(frequencies, ops.arange(shape[0]) % output_dim)
+
+    return initializer
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class ComplexOrderEmbedding(keras.layers.Layer):
+    """Complex word embedding whose phase rotates with the word's position.
+
+    Word `j` at position `pos` is embedded as the complex vector
+    `f(j, pos) = r_j * exp(i (omega_j * pos + theta_j))` (Wang et al.,
+    Eq. 5), dimension by dimension: the amplitude `r` plays the role of a
+    classical word vector, the frequency `omega` says how fast the word
+    turns with its position, and the optional initial phase `theta` shifts
+    it. Moving a word by `n` positions multiplies its embedding by
+    `exp(i omega n)`, whatever `pos`, so relative order is linear in the
+    embedding. With word-shared sinusoidal frequencies, unit amplitudes and
+    no initial phase, the real and imaginary parts are exactly the
+    Transformer's sinusoidal position encodings (App. A, Eq. 8-9).
+
+    Positions: the token at index `k` of a row (`k = 0, 1, ...`) has
+    position `pos = k + 1`, as in the paper's code; position 0 is never
+    used. Positions count every index, padded or not, so left padding
+    shifts them. With `mask_zero=True`, id 0 marks padding: its output is
+    computed like any other id (as in `keras.layers.Embedding`) and the
+    layer returns the mask `ids != 0`, which the next layers receive.
+
+    Sharing schemes (Table 4), for `frequency_sharing` and
+    `amplitude_sharing`:
+    - `"none"`: one value per word and dimension, shape
+      `(input_dim, output_dim)`.
+    - `"word"`: shared by all words, one value per dimension, shape
+      `(output_dim,)`.
+    - `"dimension"`: shared by all dimensions, one value per word, shape
+      `(input_dim,)`.
+
+    Args:
+        input_dim: positive integer, size of the vocabulary.
+        output_dim: positive integer, number of complex dimensions `D`; the
+            output has `2 * D` real features.
+        frequency_sharing: `"none"` (default), `"word"` or `"dimension"`.
+        amplitude_sharing: `"none"` (default), `"word"` or `"dimension"`.
+        use_initial_phase: if True, adds learned initial phases `theta`,
+            one per word and dimension, initialised to 0. Off by default,
+            as in the paper's experiments.
+        frequency_initializer: `"sinusoidal"` (default) or any Keras
+            initializer. `"sinusoidal"` gives dimension `k` the frequency
+            `10000 ** (-2 k / (2 D))` (so every word starts as the
+            Transformer sinusoids of `d_model = 2 D`); with
+            `frequency_sharing="dimension"` word `j` gets the value of
+            dimension `j mod D`.
+        amplitude_initializer: a Keras initializer (default `"uniform"`, as
+            `keras.layers.Embedding`), or an array holding the initial
+            amplitudes (e.g. GloVe vectors) with the shape of the amplitude
+            parameter: `(input_dim, output_dim)` for `amplitude_sharing=
+            "none"`, `(output_dim,)` for `"word"`, `(input_dim,)` for
+            `"dimension"`. An array is used only to build the weights (its
+            values then travel with the saved weights, like
+            `keras.layers.Embedding(weights=...)`); `get_config()` records
+            `"uniform"` in its place.
+        mask_zero: if True, id 0 is padding and a mask `ids != 0` is
+            returned.
+        **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: integer token ids `[batch, length]`.
+
+    Input shape:
+        `[batch, length]`.
+
+    Output shape:
+        `[batch, length, 2 * output_dim]`: the `D` real parts
+        `r cos(omega pos + theta)`, then the `D` imaginary parts
+        `r sin(omega pos + theta)`.
+
+    Example:
+    >>> ids = keras.ops.convert_to_tensor([[4, 2, 7, 0]])
+    >>> embedding = keras_msets.layers.ComplexOrderEmbedding(
+    ...     10, 8, mask_zero=True
+    ... )
+    >>> embedding(ids).shape
+    (1, 4, 16)
+
+    References:
+        - Wang et al., "Encoding word order in complex embeddings",
+          ICLR 2020.
+        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
+    """
+
+    def __init__(
+        self,
+        input_dim,
+        output_dim,
+        frequency_sharing="none",
+        amplitude_sharing="none",
+        use_initial_phase=False,
+        frequency_initializer="sinusoidal",
+        amplitude_initializer="uniform",
+        mask_zero=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.input_dim = _check_positive_int(input_dim, "input_dim")
+        self.output_dim = _check_positive_int(output_dim, "output_dim")
+        self.frequency_sharing = _check_sharing(
+            frequency_sharing, "frequency_sharing"
+        )
+        self.amplitude_sharing = _check_sharing(
+            amplitude_sharing, "amplitude_sharing"
+        )
+        self.use_initial_phase = bool(use_initial_phase)
+        if frequency_initializer == "sinusoidal":
+            self.frequency_initializer = "sinusoidal"
+        else:
+            self.frequency_initializer = keras.initializers.get(
+                frequency_initializer
+            )
+        self._amplitude_values = None
+        if isinstance(amplitude_initializer, (np.ndarray, list, tuple)):
+            values = np.asarray(amplitude_initializer)
+            expected = _parameter_shape(
+                self.amplitude_sharing, self.input_dim, self.output_dim
+            )
+            if values.shape != expected:
+                raise ValueError(
+                    "An array `amplitude_initializer` must have the shape of "
+                    f"the amplitudes, {expected} for input_dim="
+                    f"{self.input_dim}, output_dim={self.output_dim}, "
+                    f"amplitude_sharing={self.amplitude_sharing!r}. "
+                    f"Received: amplitude_initializer.shape={values.shape}"
+                )
+            self._amplitude_values = values
+            self.amplitude_initializer = keras.initializers.get("uniform")
+        else:
+            self.amplitude_initializer = keras.initializers.get(
+                amplitude_initializer
+            )
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
+
+    def build(self, input_shape=None):
+        if self.frequency_initializer == "sinusoidal":
+            frequency_initializer = _sinusoidal_initializer(
+                self.frequency_sharing, self.output_dim
+            )
+        else:
+            frequency_initializer = self.frequency_initializer
+        self.frequency = self.add_weight(
+            name="frequency",
+            shape=_parameter_shape(
+                self.frequency_sharing, self.input_dim, self.output_dim
+            ),
+            initializer=frequency_initializer,
+        )
+        amplitude_initializer = self.amplitude_initializer
+        if self._amplitude_values is not None:
+            values = self._amplitude_values
+
+            def amplitude_initializer(shape, dtype=None):
+                return ops.cast(values, dtype)
+
+        self.amplitude = self.add_weight(
+            name="amplitude",
+            shape=_parameter_shape(
+                self.amplitude_sharing, self.input_dim, self.output_dim
+            ),
+            initializer=amplitude_initializer,
+        )
+        if self.use_initial_phase:
+            self.initial_phase = self.add_weight(
+                name="initial_phase",
+                shape=(self.input_dim, self.output_dim),
+                initializer="zeros",
+            )
+
+    def _lookup(self, parameter, sharing, ids):
+        """`[batch, length, output_dim]` or a broadcastable shape."""
+        if sharing == "none":
+            return ops.take(parameter, ids, axis=0)
+        if sharing == "word":
+            return parameter
+        return ops.expand_dims(ops.take(parameter, ids, axis=0), -1)
+
+    def call(self, inputs):
+        ids = inputs
+        dtype = keras.backend.standardize_dtype(ids.dtype)
+        if not keras.backend.is_int_dtype(dtype):
+            ids = ops.cast(ids, "int32")
+        positions = ops.arange(1, ops.shape(ids)[-1] + 1)
+        positions = ops.expand_dims(ops.cast(positions, self.compute_dtype), -1)
+        # Zeros `[batch, length, 1]` broadcast shared parameters to the ids.
+        zeros = ops.expand_dims(ops.zeros_like(ids, self.compute_dtype), -1)
+        frequency = self._lookup(self.frequency, self.frequency_sharing, ids)
+        phase = frequency * positions + zeros
+        if self.use_initial_phase:
+            phase = phase + ops.take(self.initial_phase, ids, axis=0)
+        amplitude = self._lookup(self.amplitude, self.amplitude_sharing, ids)
+        amplitude = amplitude + zeros
+        return msets_ops.complex_merge(
+            amplitude * ops.cos(phase), amplitude * ops.sin(phase)
+        )
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero:
+            return None
+        return ops.not_equal(inputs, 0)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (2 * self.output_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        if self.frequency_initializer == "sinusoidal":
+            frequency_initializer = "sinusoidal"
+        else:
+            frequency_initializer = keras.initializers.serialize(
+                self.frequency_initializer
+            )
+        config.update(
+            {
+                "input_dim": self.input_dim,
+                "output_dim": self.output_dim,
+                "frequency_sharing": self.frequency_sharing,
+                "amplitude_sharing": self.amplitude_sharing,
+                "use_initial_phase": self.use_initial_phase,
+                "frequency_initializer": frequency_initializer,
+                "amplitude_initializer": keras.initializers.serialize(
+                    self.amplitude_initializer
+                ),
+                "mask_zero": self.mask_zero,
+            }
+        )
+        return config
