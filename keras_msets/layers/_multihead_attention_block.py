@@ -78,6 +78,20 @@ def zero_padding(x, mask):
     return x, full_mask[..., 0]
 
 
+BLOCK_ARGUMENTS = (
+    "num_heads",
+    "key_dim",
+    "ff_dim",
+    "dropout",
+    "layer_norm_epsilon",
+)
+
+
+def block_arguments(layer):
+    """The attention-block arguments held by `layer`, as a config dict."""
+    return {name: getattr(layer, name) for name in BLOCK_ARGUMENTS}
+
+
 @keras.saving.register_keras_serializable(package="keras_msets")
 class MultiheadAttentionBlock(keras.layers.Layer):
     """Post-LN multihead attention block `MAB(X, Y)` (private).
@@ -208,13 +222,5 @@ class MultiheadAttentionBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "ff_dim": self.ff_dim,
-                "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
+        config.update(block_arguments(self))
         return config

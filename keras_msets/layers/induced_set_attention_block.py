@@ -4,6 +4,7 @@ from keras import ops
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
+from keras_msets.layers._multihead_attention_block import block_arguments
 from keras_msets.layers._multihead_attention_block import check_positive_int
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import zero_padding
@@ -95,11 +96,8 @@ class InducedSetAttentionBlock(keras.layers.Layer):
         self.output_block = MultiheadAttentionBlock(
             name="output_block", **block_kwargs
         )
-        self.num_heads = self.inducing_block.num_heads
-        self.key_dim = self.inducing_block.key_dim
-        self.ff_dim = self.inducing_block.ff_dim
-        self.dropout = self.inducing_block.dropout
-        self.layer_norm_epsilon = self.inducing_block.layer_norm_epsilon
+        for name, value in block_arguments(self.inducing_block).items():
+            setattr(self, name, value)
         self.inducing_points_initializer = keras.initializers.get(
             inducing_points_initializer
         )
@@ -137,14 +135,10 @@ class InducedSetAttentionBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        config.update(block_arguments(self))
         config.update(
             {
                 "num_inducing_points": self.num_inducing_points,
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "ff_dim": self.ff_dim,
-                "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
                 "inducing_points_initializer": keras.initializers.serialize(
                     self.inducing_points_initializer
                 ),

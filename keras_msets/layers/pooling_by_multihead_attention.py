@@ -4,6 +4,7 @@ from keras import ops
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
+from keras_msets.layers._multihead_attention_block import block_arguments
 from keras_msets.layers._multihead_attention_block import check_positive_int
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import zero_padding
@@ -89,11 +90,8 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="block",
         )
-        self.num_heads = self.block.num_heads
-        self.key_dim = self.block.key_dim
-        self.ff_dim = self.block.ff_dim
-        self.dropout = self.block.dropout
-        self.layer_norm_epsilon = self.block.layer_norm_epsilon
+        for name, value in block_arguments(self.block).items():
+            setattr(self, name, value)
         self.seeds_initializer = keras.initializers.get(seeds_initializer)
         self.supports_masking = True
 
@@ -123,14 +121,10 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        config.update(block_arguments(self))
         config.update(
             {
                 "num_seeds": self.num_seeds,
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "ff_dim": self.ff_dim,
-                "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
                 "seeds_initializer": keras.initializers.serialize(
                     self.seeds_initializer
                 ),

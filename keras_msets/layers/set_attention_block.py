@@ -3,6 +3,7 @@ import keras
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
+from keras_msets.layers._multihead_attention_block import block_arguments
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import zero_padding
 
@@ -82,11 +83,8 @@ class SetAttentionBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="block",
         )
-        self.num_heads = self.block.num_heads
-        self.key_dim = self.block.key_dim
-        self.ff_dim = self.block.ff_dim
-        self.dropout = self.block.dropout
-        self.layer_norm_epsilon = self.block.layer_norm_epsilon
+        for name, value in block_arguments(self.block).items():
+            setattr(self, name, value)
         self.supports_masking = True
 
     def build(self, input_shape):
@@ -106,13 +104,6 @@ class SetAttentionBlock(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "ff_dim": self.ff_dim,
-                "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
+        config.update(block_arguments(self))
+        config.update({})
         return config
