@@ -1,0 +1,457 @@
+import keras
+import numpy as np
+from keras import ops
+
+from keras_msets.layers.grouped_mlp import GroupedMLP
+from keras_msets.models.fen.segments import FusionSegments
+from keras_msets.models.fen.segments import padded_length
+
+SHARING_MODES = ("none", "level", "all")
+GRADIENT_MODES = ("local", "end_to_end")
+REDUCTIONS = ("sum", "mean")
+
+
+def _positive_int(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < 1
+    ):
+        raise ValueError(
+            f"`{name}` must be a positive integer. Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def _units(name, value):
+    if isinstance(value, (int, np.integer)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(
+            f"`{name}` must be a list of positive integers. Received: "
+            f"{name}={value!r}"
+        )
+    return [_positive_int(name, v) for v in value]
+
+
+def _choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(
+            f"`{name}` must be one of {list(choices)}. Received: "
+            f"{name}={value!r}"
+        )
+    return value
+
+
+def _runs(groups):
+    """Split a static group array into maximal runs of one group."""
+    groups = np.asarray(groups)
+    edges = np.flatnonzero(np.diff(groups)) + 1
+    starts = np.concatenate([[0], edges])
+    ends = np.concatenate([edges, [len(groups)]])
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def _scale_gradient(x, scale):
+    """`x` in the forward pass; its gradient multiplied by `scale`."""
+    stopped = ops.stop_gradient(x)
+    return stopped + scale * (x - stopped)
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class FusionEncoderNetwork(keras.Model):
+    """Fusion Encoder Network: a sequence model trained segment by segment.
+
+    Every segment `(i, j)` of the set S of `FusionSegments` gets an encoding
+    `eps_ij`: a token encoder `alpha` encodes single tokens, and a fusion
+    encoder `beta` fuses the encodings of the two parts a segment is split
+    into, `eps_ij = beta(eps_{i,sigma}, eps_{sigma+1,j})`; an output decoder
+    `omega` maps the encodings of the prefix `(1, i - 1)`, the segment and
+    the suffix `(j + 1, N)` to a prediction `y_ij` of the target of the
+    whole sequence (Pasteris et al., Sec. 7-9). Each segment's
+    encoder/decoder pair is trained on its own loss `l(y_ij)`, with every
+    encoding it receives as input held constant (Sec. 9), so no gradient
+    travels through more than one pair; the prediction is the root
+    decoder's `omega(0, eps_{1,N}, 0)` (Sec. 9 and 11), which depends only
+    on the token encoders and the fusion encoders of the tree's vertices:
+    `fuse()` returns that log-depth network as a standalone model.
+
+    How `model.fit` trains it: `compute_loss` sums (`segment_loss_reduction=
+    "sum"`, the paper) the compiled loss of all `N log2(N) + 1` decoders
+    against the sequence's target, and every encoding that enters a fusion
+    encoder or a decoder as an input is wrapped in `stop_gradient`, except
+    the segment's own encoding entering its own decoder. The gradient of a
+    pair's parameters is then exactly the paper's update direction for that
+    pair (tested against a hand-written one-pair gradient). The encodings
+    of a tree level are computed together: `log2(N)` sequential steps, no
+    Python loop over segments at run time. `call` (and `predict`,
+    `evaluate`, metrics) computes only the root output, in O(N).
+
+    Design choices the paper leaves open (documented deviations): the
+    networks are MLPs of user-set widths with ReLU hidden layers;
+    encodings pass through `encoding_activation` (tanh by default) so that
+    they stay bounded along the `log2(N)` fusions and 0 (the paper's
+    encoding of the empty segment, the monoid's identity) lies inside their
+    range; tokens are integer ids (the token encoder's first layer is an
+    embedding table); a length that is not a power of two is padded on the
+    right to the next power of two with a learned padding token (its own
+    embedding row, id `vocabulary_size`).
+
+    Args:
+        sequence_length: positive integer, the input length.
+        vocabulary_size: positive integer, token ids lie in
+            `[0, vocabulary_size)`.
+        output_dim: positive integer, width of the decoders' output.
+        encoding_dim: positive integer, width of the encodings (the space
+            E of the paper).
+        token_encoder_units, fusion_encoder_units, decoder_units: lists of
+            hidden widths of alpha, beta and omega (constant depth).
+        activation: hidden activation of the three networks.
+        encoding_activation: activation of alpha's and beta's outputs.
+        output_activation: activation of the decoders' output (e.g.
+            `"sigmoid"` with a binary cross-entropy, or None with a
+            from-logits loss).
+        sharing: `"none"` (one parameterisation per segment: `N` token
+            encoders, `|S| - N` fusion encoders, `|S|` decoders, as in the
+            paper), `"level"` (one per tree level) or `"all"` (one alpha,
+            one beta and one omega: O(1) parameters, the paper's remark).
+        gradient: `"local"` (the paper's training) or `"end_to_end"` (an
+            ablation: the same summed loss, back-propagated through the
+            whole tree).
+        segment_loss_reduction: `"sum"` of the segments' losses (the
+            paper: each pair takes its own full step) or `"mean"`.
+        segment_learning_rates: None (uniform) or an array `[|S|, 2]` of
+            `(eta_ij, eta_bar_ij)` per segment in `FusionSegments` order
+            (Sec. 8): `eta` scales the decoder's update and `eta_bar` the
+            encoder's. Implemented as a loss weight `eta` and a gradient
+            scale `eta_bar / eta` on the encoding entering its own
+            decoder; exact relative learning rates with plain SGD. Adaptive
+            optimisers (Adam) normalise away most of a constant scale.
+        **kwargs: base model keyword arguments (`name`, ...).
+
+    Call arguments:
+        inputs: int tensor `[batch, sequence_length]` of token ids.
+
+    Output shape:
+        `[batch, output_dim]`: the root decoder's output.
+
+    Example:
+    >>> fen = keras_msets.models.FusionEncoderNetwork(
+    ...     sequence_length=8, vocabulary_size=3, output_dim=1,
+    ...     output_activation="sigmoid", sharing="all")
+    >>> fen(np.ones((2, 8), "int32")).shape
+    (2, 1)
+    >>> fen.segment_outputs(np.ones((2, 8), "int32")).shape
+    (2, 25, 1)
+
+    References:
+        - Pasteris et al., "Fusion Encoder Networks", arXiv:2402.15883.
+    """
+
+    def __init__(
+        self,
+        sequence_length,
+        vocabulary_size,
+        output_dim=1,
+        encoding_dim=32,
+        token_encoder_units=(64,),
+        fusion_encoder_units=(64,),
+        decoder_units=(64,),
+        activation="relu",
+        encoding_activation="tanh",
+        output_activation=None,
+        sharing="none",
+        gradient="local",
+        segment_loss_reduction="sum",
+        segment_learning_rates=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.sequence_length = _positive_int("sequence_length", sequence_length)
+        self.vocabulary_size = _positive_int("vocabulary_size", vocabulary_size)
+        self.output_dim = _positive_int("output_dim", output_dim)
+        self.encoding_dim = _positive_int("encoding_dim", encoding_dim)
+        self.token_encoder_units = _units(
+            "token_encoder_units", token_encoder_units
+        )
+        self.fusion_encoder_units = _units(
+            "fusion_encoder_units", fusion_encoder_units
+        )
+        self.decoder_units = _units("decoder_units", decoder_units)
+        self.activation = keras.activations.get(activation)
+        self.encoding_activation = keras.activations.get(encoding_activation)
+        self.output_activation = keras.activations.get(output_activation)
+        self.sharing = _choice("sharing", sharing, SHARING_MODES)
+        self.gradient = _choice("gradient", gradient, GRADIENT_MODES)
+        self.segment_loss_reduction = _choice(
+            "segment_loss_reduction", segment_loss_reduction, REDUCTIONS
+        )
+        self.padded_length = padded_length(self.sequence_length)
+        self.segments = FusionSegments(self.padded_length)
+        num_segments = self.segments.num_segments
+        self.segment_learning_rates = None
+        if segment_learning_rates is not None:
+            rates = np.asarray(segment_learning_rates, "float64")
+            if rates.shape != (num_segments, 2) or not np.all(
+                np.isfinite(rates) & (rates > 0)
+            ):
+                raise ValueError(
+                    "`segment_learning_rates` must be positive finite "
+                    f"numbers of shape ({num_segments}, 2) (eta, eta_bar per "
+                    "segment). Received: an array of shape "
+                    f"{rates.shape}"
+                )
+            self.segment_learning_rates = rates.tolist()
+
+        self._token_groups, token_count = self.segments.group_ids(
+            self.sharing, "token"
+        )
+        self._fusion_groups, fusion_count = self.segments.group_ids(
+            self.sharing, "fusion"
+        )
+        self._decoder_groups, decoder_count = self.segments.group_ids(
+            self.sharing, "decoder"
+        )
+        e = self.encoding_dim
+        pad = self.padded_length if self.padded_length > sequence_length else None
+        self.token_encoder = GroupedMLP(
+            self.token_encoder_units + [e],
+            num_groups=token_count,
+            vocabulary_size=self.vocabulary_size,
+            pad_to=pad,
+            activation=activation,
+            output_activation=encoding_activation,
+            dtype=self.dtype_policy,
+            name="token_encoder",
+        )
+        self.fusion_encoder = None
+        if self.segments.depth:
+            self.fusion_encoder = GroupedMLP(
+                self.fusion_encoder_units + [e],
+                num_groups=fusion_count,
+                input_dim=2 * e,
+                activation=activation,
+                output_activation=encoding_activation,
+                dtype=self.dtype_policy,
+                name="fusion_encoder",
+            )
+        self.decoder = GroupedMLP(
+            self.decoder_units + [self.output_dim],
+            num_groups=decoder_count,
+            input_dim=3 * e,
+            activation=activation,
+            output_activation=output_activation,
+            dtype=self.dtype_policy,
+            name="decoder",
+        )
+
+    def build(self, input_shape=None):
+        self.token_encoder.build()
+        if self.fusion_encoder is not None:
+            self.fusion_encoder.build()
+        self.decoder.build()
+        self.built = True
+
+    def _check_inputs(self, inputs):
+        shape = tuple(inputs.shape)
+        if len(shape) != 2 or shape[1] != self.sequence_length:
+            raise ValueError(
+                "`inputs` must be token ids of shape (batch, "
+                f"{self.sequence_length}). Received: inputs.shape={shape}"
+            )
+        return ops.cast(inputs, "int32")
+
+    # -- the full FEN: all segments -------------------------------------
+
+    def encodings(self, inputs):
+        """Encodings of all segments: `[batch, 1 + |S|, encoding_dim]`.
+
+        Row 0 is the empty segment (zeros); row k is segment number k of
+        `self.segments`. With `gradient="local"` the inputs of every fusion
+        encoder are wrapped in `stop_gradient`.
+        """
+        ids = self._check_inputs(inputs)
+        tokens = self.token_encoder.apply_groups(ids, self._token_groups)
+        table = ops.concatenate([ops.zeros_like(tokens[:, :1]), tokens], 1)
+        n = self.padded_length
+        for level in self.segments.levels:
+            left = ops.take(table, level["left"], axis=1)
+            right = ops.take(table, level["right"], axis=1)
+            if self.gradient == "local":
+                left = ops.stop_gradient(left)
+                right = ops.stop_gradient(right)
+            pairs = ops.concatenate([left, right], axis=-1)
+            groups = self._fusion_groups[level["segments"] - n - 1]
+            table = ops.concatenate(
+                [table, self._apply_by_runs(self.fusion_encoder, pairs, groups)],
+                axis=1,
+            )
+        return table
+
+    def _apply_by_runs(self, mlp, x, groups):
+        runs = _runs(groups)
+        if len(runs) == 1 or len(runs) == len(groups):
+            return mlp.apply_groups(x, groups)
+        parts = [mlp.apply_groups(x[:, a:b], groups[a:b]) for a, b in runs]
+        return ops.concatenate(parts, axis=1)
+
+    def segment_outputs(self, inputs):
+        """Every decoder's output `y_ij`: `[batch, |S|, output_dim]`.
+
+        Segment order is that of `self.segments.segments`. With
+        `gradient="local"` only the segment's own encoding carries a
+        gradient into its decoder (Sec. 9); the two context encodings are
+        constants.
+        """
+        table = self.encodings(inputs)
+        own = table[:, 1:]
+        before = ops.take(table, self.segments.left_context, axis=1)
+        after = ops.take(table, self.segments.right_context, axis=1)
+        if self.gradient == "local":
+            before = ops.stop_gradient(before)
+            after = ops.stop_gradient(after)
+        if self.segment_learning_rates is not None:
+            rates = np.asarray(self.segment_learning_rates)
+            ratio = (rates[:, 1] / rates[:, 0]).astype("float32")
+            own = _scale_gradient(own, ops.convert_to_tensor(ratio)[:, None])
+        x = ops.concatenate([before, own, after], axis=-1)
+        return self._apply_by_runs(self.decoder, x, self._decoder_groups)
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """Training: the summed losses of all segments; otherwise the root's.
+
+        `fit` calls this with `training=True`: it evaluates every segment's
+        decoder (`segment_outputs`) and applies the compiled loss to each
+        against the sequence's target. `evaluate` reports the root loss.
+        """
+        if not training or y is None:
+            return super().compute_loss(
+                x=x,
+                y=y,
+                y_pred=y_pred,
+                sample_weight=sample_weight,
+                training=training,
+            )
+        outputs = self.segment_outputs(x)
+        count = self.segments.num_segments
+        y = ops.convert_to_tensor(y)
+        y_shape = tuple(y.shape[1:])
+        y_all = ops.broadcast_to(
+            ops.expand_dims(y, 1), (ops.shape(y)[0], count) + y_shape
+        )
+        y_all = ops.reshape(y_all, (-1,) + y_shape)
+        flat = ops.reshape(outputs, (-1, self.output_dim))
+        weights = None
+        if self.segment_learning_rates is not None:
+            eta = np.asarray(self.segment_learning_rates)[:, 0]
+            weights = ops.ones((ops.shape(outputs)[0], 1)) * ops.cast(
+                ops.convert_to_tensor(eta.astype("float32"))[None, :],
+                "float32",
+            )
+        if sample_weight is not None:
+            sw = ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
+            weights = sw if weights is None else weights * sw
+            weights = ops.broadcast_to(weights, (ops.shape(outputs)[0], count))
+        if weights is not None:
+            weights = ops.reshape(weights, (-1,))
+        loss = super().compute_loss(
+            x=x, y=y_all, y_pred=flat, sample_weight=weights, training=True
+        )
+        if self.segment_loss_reduction == "sum":
+            loss = loss * count
+        return loss
+
+    # -- the final network of Sec. 11 -----------------------------------
+
+    def _vertex_groups(self, height):
+        numbers = self.segments.vertex_segments[height]
+        return self._fusion_groups[numbers - self.padded_length - 1]
+
+    def call(self, inputs):
+        ids = self._check_inputs(inputs)
+        x = self.token_encoder.apply_groups(ids, self._token_groups)
+        e = self.encoding_dim
+        for height in range(1, self.segments.depth + 1):
+            x = ops.reshape(x, (-1, self.padded_length >> height, 2 * e))
+            x = self.fusion_encoder.apply_groups(x, self._vertex_groups(height))
+        zeros = ops.zeros_like(x)
+        x = ops.concatenate([zeros, x, zeros], axis=-1)
+        root = self.segments.index[(1, self.padded_length)]
+        y = self.decoder.apply_groups(x, self._decoder_groups[[root - 1]])
+        return ops.reshape(y, (-1, self.output_dim))
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.output_dim)
+
+    def fuse(self, name=None):
+        """The trained network of Sec. 11 as a standalone functional model.
+
+        It keeps only the token encoders, the fusion encoders of the tree's
+        internal vertices and the root decoder `omega(0, eps_1N, 0)` (whose
+        zero context inputs are folded away: only the kernel rows that read
+        `eps_1N` are kept, which gives the same numbers). Its depth is
+        `log2(N) + 2` networks, it has no loss machinery, and it saves and
+        loads as an ordinary `.keras` file.
+        """
+        if not self.built:
+            self.build()
+        e = self.encoding_dim
+        inputs = keras.Input((self.sequence_length,), dtype="int32", name="ids")
+        token = GroupedMLP.from_config(self.token_encoder.get_config())
+        token.build()
+        token.set_weights(self.token_encoder.get_weights())
+        x = token(inputs)
+        for height in range(1, self.segments.depth + 1):
+            width = self.padded_length >> height
+            x = keras.layers.Reshape((width, 2 * e), name=f"pairs_{height}")(x)
+            groups = self._vertex_groups(height)
+            unique = np.unique(groups)
+            config = self.fusion_encoder.get_config()
+            config.update(num_groups=len(unique), name=f"fusion_{height}")
+            fusion = GroupedMLP.from_config(config)
+            fusion.build()
+            chosen = groups if len(unique) > 1 else unique
+            fusion.set_weights(
+                [w[chosen] for w in self.fusion_encoder.get_weights()]
+            )
+            x = fusion(x)
+        root = self.segments.index[(1, self.padded_length)]
+        group = self._decoder_groups[root - 1]
+        config = self.decoder.get_config()
+        config.update(num_groups=1, input_dim=e, name="root_decoder")
+        decoder = GroupedMLP.from_config(config)
+        decoder.build()
+        weights = [w[[group]] for w in self.decoder.get_weights()]
+        weights[0] = weights[0][:, e : 2 * e]
+        decoder.set_weights(weights)
+        y = decoder(x)
+        y = keras.layers.Reshape((self.output_dim,), name="output")(y)
+        return keras.Model(inputs, y, name=name or f"{self.name}_fused")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "sequence_length": self.sequence_length,
+                "vocabulary_size": self.vocabulary_size,
+                "output_dim": self.output_dim,
+                "encoding_dim": self.encoding_dim,
+                "token_encoder_units": list(self.token_encoder_units),
+                "fusion_encoder_units": list(self.fusion_encoder_units),
+                "decoder_units": list(self.decoder_units),
+                "activation": keras.activations.serialize(self.activation),
+                "encoding_activation": keras.activations.serialize(
+                    self.encoding_activation
+                ),
+                "output_activation": keras.activations.serialize(
+                    self.output_activation
+                ),
+                "sharing": self.sharing,
+                "gradient": self.gradient,
+                "segment_loss_reduction": self.segment_loss_reduction,
+                "segment_learning_rates": self.segment_learning_rates,
+            }
+        )
+        return config
