@@ -127,7 +127,9 @@ class GroupedMLP(keras.layers.Layer):
                 "inputs) must be set. Received: input_dim=None, "
                 "vocabulary_size=None"
             )
-        self.pad_to = None if pad_to is None else _positive_int("pad_to", pad_to)
+        self.pad_to = (
+            None if pad_to is None else _positive_int("pad_to", pad_to)
+        )
         if self.pad_to is not None and self.vocabulary_size is None:
             raise ValueError(
                 "`pad_to` needs id inputs (`vocabulary_size`). Received: "

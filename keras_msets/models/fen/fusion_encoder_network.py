@@ -270,6 +270,8 @@ class FusionEncoderNetwork(keras.Model):
         `self.segments`. With `gradient="local"` the inputs of every fusion
         encoder are wrapped in `stop_gradient`.
         """
+        if not self.built:
+            self.build()
         ids = self._check_inputs(inputs)
         tokens = self.token_encoder.apply_groups(ids, self._token_groups)
         table = ops.concatenate([ops.zeros_like(tokens[:, :1]), tokens], 1)

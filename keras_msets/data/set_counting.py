@@ -1,0 +1,307 @@
+"""Counting the classes two sets of images share (Selby et al., Sec. 5.2.1).
+
+Each example is two sets of images; the target is the number of classes
+that appear in both sets. The paper uses MNIST (sets of 10-30 images) and
+Omniglot (sets of 6-10 images), App. B. Neither can be downloaded here, so
+`keras_msets` substitutes:
+
+- `source="digits"` for MNIST: scikit-learn's `load_digits()`, 1,797
+  images of 8x8 pixels, 10 classes. It has no official split; images
+  0-1349 form the training split and 1350-1796 the test split (every
+  class has 133-138 and 41-48 images).
+- `source="fashion_mnist"` for Omniglot: Fashion-MNIST (28x28, 10
+  classes, 60,000 training and 10,000 test images) from the Debian package
+  `dataset-fashion-mnist` (`/usr/share/datasets/fashion-mnist/`), or the
+  four original IDX files in a directory given as `data_dir`.
+
+Sampling follows the authors' reference code. MNIST: the two sets are
+disjoint random draws from the whole split, so most classes recur and the
+target is usually 7-10. Omniglot has hundreds of characters; there the
+reference code first picks `max(N_X, N_Y)` characters at random and draws
+both sets from their images only, which keeps the target spread out. The
+`class_pool` argument selects either scheme (`"all"` or `"max_set_size"`);
+each source defaults to the scheme of the data set it replaces. With 10
+Fashion-MNIST classes the pool is 6-10 of them.
+
+Images are float32 in `[0, 1]` with a trailing channel axis,
+`[num, pad_to, H, W, 1]`, ready for a `Conv2D` encoder; `load_images`
+gives the whole split for pretraining that encoder as a classifier, as the
+paper does. Training and test sets never share an image.
+"""
+
+import functools
+import gzip
+import os
+
+import numpy as np
+
+from keras_msets.data.digit_sum import _check_positive_int
+from keras_msets.data.digit_sum import _check_seed
+from keras_msets.data.digit_sum import _is_int
+
+SOURCES = ("digits", "fashion_mnist")
+SPLITS = ("train", "test")
+CLASS_POOLS = ("all", "max_set_size")
+
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+
+# Per source: (set_size, class_pool) of the data set it stands in for.
+_DEFAULTS = {
+    "digits": ((10, 30), "all"),  # MNIST
+    "fashion_mnist": ((6, 10), "max_set_size"),  # Omniglot
+}
+_DIGITS_TRAIN = 1350
+_FASHION_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(
+            f"`{name}` must be one of {choices}. Received: {name}={value!r}"
+        )
+    return value
+
+
+def _read_idx(path, expected_dims):
+    """Reads a gzipped IDX file (the MNIST format) into a uint8 array."""
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4 or data[:2] != b"\x00\x00" or data[2] != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte IDX file")
+    ndim = data[3]
+    if ndim != expected_dims:
+        raise ValueError(
+            f"{path} has {ndim} dimensions; expected {expected_dims}"
+        )
+    shape = tuple(
+        int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)
+    )
+    offset = 4 + 4 * ndim
+    values = np.frombuffer(data, dtype=np.uint8, offset=offset)
+    if values.size != int(np.prod(shape)):
+        raise ValueError(
+            f"{path} holds {values.size} values; its header says {shape}"
+        )
+    return values.reshape(shape)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_fashion_mnist(split, data_dir):
+    paths = [os.path.join(data_dir, name) for name in _FASHION_FILES[split]]
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise FileNotFoundError(
+            f"Fashion-MNIST files not found: {', '.join(missing)}. Install "
+            "the Debian package with `apt-get install dataset-fashion-mnist` "
+            f"(it provides {FASHION_MNIST_DIR}), or pass `data_dir=` a "
+            "directory holding the four original files "
+            "(train/t10k)-(images-idx3/labels-idx1)-ubyte.gz."
+        )
+    images = _read_idx(paths[0], 3)
+    labels = _read_idx(paths[1], 1)
+    if len(images) != len(labels):
+        raise ValueError(
+            f"{paths[0]} has {len(images)} images but {paths[1]} has "
+            f"{len(labels)} labels"
+        )
+    images = (images.astype(np.float32) / 255.0)[..., None]
+    return images, labels.astype(np.int32)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_digits(split):
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = (digits.images.astype(np.float32) / 16.0)[..., None]
+    labels = digits.target.astype(np.int32)
+    part = (
+        slice(0, _DIGITS_TRAIN)
+        if split == "train"
+        else slice(_DIGITS_TRAIN, None)
+    )
+    return images[part], labels[part]
+
+
+def load_images(source="digits", split="train", data_dir=None):
+    """One split of the image data behind the counting task.
+
+    Args:
+        source: `"digits"` (scikit-learn 8x8 digits, the MNIST stand-in)
+            or `"fashion_mnist"` (the Omniglot stand-in).
+        split: `"train"` or `"test"`.
+        data_dir: For `"fashion_mnist"`, a directory with the original
+            gzipped IDX files; `None` means `FASHION_MNIST_DIR`. Must be
+            `None` for `"digits"`.
+
+    Returns:
+        `(images, labels)`: float32 `[N, H, W, 1]` in `[0, 1]` and int32
+        `[N]` class ids 0-9. The arrays are cached and shared between
+        calls: do not modify them in place.
+
+    Raises:
+        FileNotFoundError: Fashion-MNIST is not installed (the message
+            says how to install it).
+    """
+    _check_choice("source", source, SOURCES)
+    _check_choice("split", split, SPLITS)
+    if source == "digits":
+        if data_dir is not None:
+            raise ValueError(
+                "`data_dir` is only used with source='fashion_mnist'. "
+                f"Received: data_dir={data_dir!r}"
+            )
+        return _load_digits(split)
+    data_dir = FASHION_MNIST_DIR if data_dir is None else os.fspath(data_dir)
+    return _load_fashion_mnist(split, os.path.abspath(data_dir))
+
+
+def counting_shared_classes(
+    num,
+    source="digits",
+    split="train",
+    seed=0,
+    set_size=None,
+    class_pool=None,
+    pad_to=None,
+    data_dir=None,
+    return_info=False,
+):
+    """Pairs of image sets labelled with the number of classes they share.
+
+    For each example: `N_X` and `N_Y` uniform in `set_size` (both ends
+    included, drawn separately); with `class_pool="max_set_size"`,
+    `max(N_X, N_Y)` distinct classes chosen at random, and the candidate
+    images restricted to those classes (`"all"`: every image of the
+    split); then `N_X + N_Y` distinct images drawn without replacement
+    from the candidates, the first `N_X` forming `X` and the rest `Y`. The
+    target is `|classes(X) & classes(Y)|`.
+
+    Args:
+        num: Number of examples.
+        source: `"digits"` (MNIST stand-in) or `"fashion_mnist"` (Omniglot
+            stand-in).
+        split: `"train"` or `"test"`; images never cross splits.
+        seed: Non-negative integer seed of `np.random.default_rng`.
+        set_size: `(low, high)` range of each set's size; `None` means the
+            paper's range for the replaced data set: `(10, 30)` for
+            `"digits"`, `(6, 10)` for `"fashion_mnist"`.
+        class_pool: `"all"` or `"max_set_size"`; `None` means `"all"` for
+            `"digits"` and `"max_set_size"` for `"fashion_mnist"`.
+        pad_to: Width of the padded sets, `>= set_size[1]`; `None` means
+            `set_size[1]`.
+        data_dir: Passed to `load_images`.
+        return_info: Whether to also return a dict with `"x_labels"`,
+            `"y_labels"` (int32 `[num, pad_to]`, -1 at padding) and
+            `"x_indices"`, `"y_indices"` (int64, indices into
+            `load_images(source, split)`, -1 at padding).
+
+    Returns:
+        `((x, y, x_mask, y_mask), counts)`: `x` and `y` float32
+        `[num, pad_to, H, W, 1]` (zeros at padding), boolean masks
+        `[num, pad_to]` (True = real image), `counts` float32 `[num, 1]`
+        (the paper trains with the mean-squared error and scores accuracy
+        of the rounded prediction and L1 error). Plus the info dict when
+        `return_info`.
+
+    Example:
+
+    ```python
+    (x, y, x_mask, y_mask), counts = counting_shared_classes(4, seed=0)
+    x.shape, counts.shape  # (4, 30, 8, 8, 1), (4, 1)
+    ```
+    """
+    num = _check_positive_int("num", num)
+    _check_choice("source", source, SOURCES)
+    _check_choice("split", split, SPLITS)
+    seed = _check_seed(seed)
+    default_size, default_pool = _DEFAULTS[source]
+    set_size = default_size if set_size is None else set_size
+    if (
+        not isinstance(set_size, (tuple, list))
+        or len(set_size) != 2
+        or not all(_is_int(v) for v in set_size)
+        or not 1 <= set_size[0] <= set_size[1]
+    ):
+        raise ValueError(
+            "`set_size` must be None or a pair (low, high) of integers with "
+            f"1 <= low <= high. Received: set_size={set_size!r}"
+        )
+    set_size = (int(set_size[0]), int(set_size[1]))
+    class_pool = default_pool if class_pool is None else class_pool
+    _check_choice("class_pool", class_pool, CLASS_POOLS)
+    if pad_to is None:
+        pad_to = set_size[1]
+    elif not _is_int(pad_to) or pad_to < set_size[1]:
+        raise ValueError(
+            "`pad_to` must be None or an integer >= the largest set size "
+            f"({set_size[1]}). Received: pad_to={pad_to!r}"
+        )
+    images, labels = load_images(source, split, data_dir)
+    classes = np.unique(labels)
+    # Image indices grouped by class: class classes[c] occupies
+    # by_class[starts[c]:starts[c] + sizes[c]].
+    by_class = np.argsort(labels, kind="stable")
+    sizes = np.array([np.count_nonzero(labels == c) for c in classes])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    if class_pool == "max_set_size" and set_size[1] > len(classes):
+        raise ValueError(
+            "class_pool='max_set_size' picks max(N_X, N_Y) classes, but the "
+            f"split has only {len(classes)}. Received: set_size={set_size}"
+        )
+    # Enough distinct images for the largest pair of sets.
+    smallest = int(sizes.min())
+    if (class_pool == "all" and 2 * set_size[1] > len(labels)) or (
+        class_pool == "max_set_size" and smallest < 2
+    ):
+        raise ValueError(
+            f"`set_size` is too large for this split ({len(labels)} images, "
+            f"the smallest class has {smallest}). Received: "
+            f"set_size={set_size}"
+        )
+
+    rng = np.random.default_rng(seed)
+    x_idx = np.full((num, pad_to), -1, dtype=np.int64)
+    y_idx = np.full((num, pad_to), -1, dtype=np.int64)
+    counts = np.zeros((num, 1), dtype=np.float32)
+    for i in range(num):
+        n_x, n_y = (
+            int(v)
+            for v in rng.integers(set_size[0], set_size[1], 2, endpoint=True)
+        )
+        if class_pool == "all":
+            picked = rng.choice(len(labels), size=n_x + n_y, replace=False)
+        else:
+            # Positions in the concatenation of the chosen classes' images,
+            # mapped back to image indices without building that array.
+            chosen = rng.choice(len(classes), size=max(n_x, n_y), replace=False)
+            ends = np.cumsum(sizes[chosen])
+            positions = rng.choice(ends[-1], size=n_x + n_y, replace=False)
+            slot = np.searchsorted(ends, positions, side="right")
+            offset = positions - (ends - sizes[chosen])[slot]
+            picked = by_class[starts[chosen[slot]] + offset]
+        x_idx[i, :n_x] = picked[:n_x]
+        y_idx[i, :n_y] = picked[n_x:]
+        shared = np.intersect1d(labels[picked[:n_x]], labels[picked[n_x:]])
+        counts[i, 0] = len(shared)
+    x_mask = x_idx >= 0
+    y_mask = y_idx >= 0
+    x = np.where(
+        x_mask[..., None, None, None], images[np.maximum(x_idx, 0)], 0.0
+    ).astype(np.float32)
+    y = np.where(
+        y_mask[..., None, None, None], images[np.maximum(y_idx, 0)], 0.0
+    ).astype(np.float32)
+    outputs = ((x, y, x_mask, y_mask), counts)
+    if not return_info:
+        return outputs
+    info = {
+        "x_labels": np.where(x_mask, labels[np.maximum(x_idx, 0)], -1),
+        "y_labels": np.where(y_mask, labels[np.maximum(y_idx, 0)], -1),
+        "x_indices": x_idx,
+        "y_indices": y_idx,
+    }
+    return outputs + (info,)

@@ -1,0 +1,206 @@
+"""Tests of the shared-class counting task (Selby et al., Sec. 5.2.1)."""
+
+import gzip
+import os
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from keras_msets.data.set_counting import FASHION_MNIST_DIR
+from keras_msets.data.set_counting import counting_shared_classes
+from keras_msets.data.set_counting import load_images
+
+HAVE_FASHION_MNIST = os.path.isfile(
+    os.path.join(FASHION_MNIST_DIR, "t10k-labels-idx1-ubyte.gz")
+)
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    """Replaces the suite-wide fixture: these tests are numpy-only and seed
+    every generator explicitly."""
+    yield
+
+
+def _write_idx(path, array):
+    header = bytes([0, 0, 0x08, array.ndim])
+    header += b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
+
+
+@pytest.fixture
+def tiny_fashion_dir(tmp_path):
+    """Four IDX files in the Fashion-MNIST layout: 6 training and 3 test
+    images of 5x4 pixels per class; pixel values encode (split, index)."""
+    rng = np.random.default_rng(0)
+    for split, per_class, prefix in (
+        ("train", 6, "train"),
+        ("test", 3, "t10k"),
+    ):
+        labels = np.repeat(np.arange(10), per_class)
+        rng.shuffle(labels)
+        images = rng.integers(0, 256, size=(len(labels), 5, 4))
+        images[:, 0, 0] = np.arange(len(labels))  # unique per image
+        images[:, 0, 1] = 0 if split == "train" else 255
+        _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", images)
+        _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
+    return tmp_path
+
+
+def _check_examples(outputs, info, images, labels, set_size, pad_to):
+    (x, y, x_mask, y_mask), counts = outputs[:2]
+    num = len(counts)
+    assert x.shape == y.shape == (num, pad_to) + images.shape[1:]
+    assert x.dtype == y.dtype == np.float32 and counts.dtype == np.float32
+    assert counts.shape == (num, 1)
+    for sets, mask, idx, lab in (
+        (x, x_mask, info["x_indices"], info["x_labels"]),
+        (y, y_mask, info["y_indices"], info["y_labels"]),
+    ):
+        sizes = mask.sum(axis=1)
+        assert sizes.min() >= set_size[0] and sizes.max() <= set_size[1]
+        np.testing.assert_array_equal(mask, np.arange(pad_to) < sizes[:, None])
+        np.testing.assert_array_equal(sets[mask], images[idx[mask]])
+        np.testing.assert_array_equal(lab[mask], labels[idx[mask]])
+        assert np.all(sets[~mask] == 0) and np.all(idx[~mask] == -1)
+        assert np.all(lab[~mask] == -1)
+    for i in range(num):
+        xi = info["x_indices"][i][x_mask[i]]
+        yi = info["y_indices"][i][y_mask[i]]
+        # No image is used twice in an example.
+        assert len(np.unique(np.concatenate([xi, yi]))) == len(xi) + len(yi)
+        shared = set(labels[xi].tolist()) & set(labels[yi].tolist())
+        assert counts[i, 0] == len(shared)
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_digits_counting(split):
+    images, labels = load_images("digits", split)
+    outputs = counting_shared_classes(
+        200, "digits", split, seed=0, pad_to=32, return_info=True
+    )
+    _check_examples(outputs, outputs[2], images, labels, (10, 30), 32)
+    counts = outputs[1][:, 0]
+    # Sets of 10-30 digits share most of the 10 classes.
+    assert counts.min() >= 1 and counts.max() <= 10
+    assert len(np.unique(counts)) >= 5
+
+
+def test_digits_splits_partition_the_data_set():
+    digits = load_digits()
+    train_x, train_y = load_images("digits", "train")
+    test_x, test_y = load_images("digits", "test")
+    assert train_x.shape == (1350, 8, 8, 1) and test_x.shape == (447, 8, 8, 1)
+    assert train_x.dtype == np.float32 and train_x.max() <= 1.0
+    np.testing.assert_array_equal(
+        np.concatenate([train_x, test_x])[..., 0] * 16, digits.images
+    )
+    np.testing.assert_array_equal(
+        np.concatenate([train_y, test_y]), digits.target
+    )
+    assert set(train_y.tolist()) == set(test_y.tolist()) == set(range(10))
+
+
+def test_max_set_size_pool_limits_classes():
+    (_, _, x_mask, y_mask), _, info = counting_shared_classes(
+        100,
+        "digits",
+        seed=1,
+        set_size=(4, 8),
+        class_pool="max_set_size",
+        return_info=True,
+    )
+    for i in range(100):
+        classes = set(info["x_labels"][i][x_mask[i]].tolist())
+        classes |= set(info["y_labels"][i][y_mask[i]].tolist())
+        assert len(classes) <= max(x_mask[i].sum(), y_mask[i].sum())
+
+
+def test_determinism_and_seed():
+    a = counting_shared_classes(10, seed=3, return_info=True)
+    b = counting_shared_classes(10, seed=3, return_info=True)
+    c = counting_shared_classes(10, seed=4, return_info=True)
+    np.testing.assert_array_equal(a[2]["x_indices"], b[2]["x_indices"])
+    np.testing.assert_array_equal(a[1], b[1])
+    assert not np.array_equal(a[2]["x_indices"], c[2]["x_indices"])
+
+
+def test_fashion_mnist_reader_and_generator(tiny_fashion_dir):
+    train_x, train_y = load_images("fashion_mnist", "train", tiny_fashion_dir)
+    test_x, test_y = load_images("fashion_mnist", "test", tiny_fashion_dir)
+    assert train_x.shape == (60, 5, 4, 1) and test_x.shape == (30, 5, 4, 1)
+    assert train_y.dtype == np.int32
+    np.testing.assert_array_equal(np.bincount(train_y), np.full(10, 6))
+    np.testing.assert_allclose(train_x[:, 0, 0, 0] * 255, np.arange(60))
+    assert np.all(train_x[:, 0, 1] == 0) and np.all(test_x[:, 0, 1] == 1)
+    for split, images, labels in (
+        ("train", train_x, train_y),
+        ("test", test_x, test_y),
+    ):
+        outputs = counting_shared_classes(
+            60,
+            "fashion_mnist",
+            split,
+            seed=0,
+            data_dir=tiny_fashion_dir,
+            return_info=True,
+        )
+        # Default: the Omniglot set sizes (6-10) and class pool.
+        _check_examples(outputs, outputs[2], images, labels, (6, 10), 10)
+        (x, y, x_mask, y_mask), _, info = outputs
+        # Images come from the requested split only.
+        marker = 0.0 if split == "train" else 1.0
+        assert np.all(x[x_mask][:, 0, 1] == marker)
+        for i in range(60):
+            classes = set(info["x_labels"][i][x_mask[i]].tolist())
+            classes |= set(info["y_labels"][i][y_mask[i]].tolist())
+            assert len(classes) <= max(x_mask[i].sum(), y_mask[i].sum())
+
+
+def test_missing_fashion_mnist_says_how_to_install(tmp_path):
+    with pytest.raises(
+        FileNotFoundError, match="apt-get install dataset-fashion-mnist"
+    ):
+        load_images("fashion_mnist", "train", data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="apt-get install"):
+        counting_shared_classes(2, "fashion_mnist", data_dir=tmp_path)
+
+
+@pytest.mark.skipif(
+    not HAVE_FASHION_MNIST,
+    reason="needs `apt-get install dataset-fashion-mnist`",
+)
+def test_installed_fashion_mnist():
+    images, labels = load_images("fashion_mnist", "test")
+    assert images.shape == (10_000, 28, 28, 1) and labels.shape == (10_000,)
+    np.testing.assert_array_equal(np.bincount(labels), np.full(10, 1000))
+    (x, *_), counts = counting_shared_classes(8, "fashion_mnist", "test")
+    assert x.shape == (8, 10, 28, 28, 1) and counts.max() <= 10
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(num=0), "`num` must be a positive integer"),
+        (dict(source="mnist"), "`source` must be one of"),
+        (dict(split="valid"), "`split` must be one of"),
+        (dict(seed=-2), "`seed` must be a non-negative integer"),
+        (dict(set_size=(5, 3)), "`set_size` must be None or a pair"),
+        (dict(set_size=(0, 3)), "`set_size` must be None or a pair"),
+        (dict(class_pool="some"), "`class_pool` must be one of"),
+        (dict(pad_to=20), "`pad_to` must be None or an integer >= "),
+        (dict(data_dir="/tmp"), "`data_dir` is only used"),
+        (
+            dict(set_size=(5, 11), class_pool="max_set_size"),
+            "has only 10",
+        ),
+        (dict(set_size=(900, 900)), "`set_size` is too large"),
+    ],
+)
+def test_validation(kwargs, match):
+    args = dict(num=2)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        counting_shared_classes(**args)
