@@ -21,6 +21,8 @@ PACKAGES = [
     "keras_msets.layers",
     "keras_msets.models",
     "keras_msets.models.deepsets",
+    "keras_msets.models.fen",
+    "keras_msets.estimators",
     "keras_msets.ops",
     "keras_msets.testing",
     "keras_msets.zoo",

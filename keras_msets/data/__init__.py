@@ -17,11 +17,63 @@ from keras_msets.data.digit_sum import digit_sum_test_sets
 from keras_msets.data.digit_sum import digit_sum_train_dev
 from keras_msets.data.digit_sum import make_digit_sum
 from keras_msets.data.digit_sum import to_tf_dataset
+from keras_msets.data.mixtures import GaussianMixture
+from keras_msets.data.mixtures import gaussian_mutual_information
+from keras_msets.data.mixtures import kl_divergence_pairs
+from keras_msets.data.mixtures import mutual_information_sets
+from keras_msets.data.mixtures import random_gaussian_mixture
+from keras_msets.data.mixtures import sample_lkj_correlation
+from keras_msets.data.mixtures import two_sample_pairs
+from keras_msets.data.mixtures import whiten_sets
+from keras_msets.data.monoid_tasks import TASKS as MONOID_TASKS
+from keras_msets.data.monoid_tasks import counting_ones
+from keras_msets.data.monoid_tasks import digit_sum_mod10
+from keras_msets.data.monoid_tasks import dyck1
+from keras_msets.data.monoid_tasks import is_dyck1
+from keras_msets.data.monoid_tasks import monoid_task
+from keras_msets.data.monoid_tasks import parity
+from keras_msets.data.monoid_tasks import s3_word_problem
+from keras_msets.data.set_counting import counting_shared_classes
+from keras_msets.data.set_counting import load_images
+from keras_msets.data.text import build_vectorizer
+from keras_msets.data.text import data_home
+from keras_msets.data.text import fetch_mr
+from keras_msets.data.text import load_bbc_news
+from keras_msets.data.text import load_glove
+from keras_msets.data.text import load_mr
+from keras_msets.data.text import stratified_folds
+from keras_msets.data.text import texts_to_ids
 from keras_msets.data.tfds_digit_sum import digit_sum_builder
 from keras_msets.data.tfds_digit_sum import load_digit_sum_tfds
 
 __all__ = [
+    "GaussianMixture",
+    "MONOID_TASKS",
     "TASKS",
+    "build_vectorizer",
+    "counting_ones",
+    "counting_shared_classes",
+    "data_home",
+    "digit_sum_mod10",
+    "dyck1",
+    "fetch_mr",
+    "gaussian_mutual_information",
+    "is_dyck1",
+    "kl_divergence_pairs",
+    "load_bbc_news",
+    "load_glove",
+    "load_images",
+    "load_mr",
+    "monoid_task",
+    "mutual_information_sets",
+    "parity",
+    "random_gaussian_mixture",
+    "s3_word_problem",
+    "sample_lkj_correlation",
+    "stratified_folds",
+    "texts_to_ids",
+    "two_sample_pairs",
+    "whiten_sets",
     "diagonal_automaton_strings",
     "digit_sum_accuracy",
     "digit_sum_builder",

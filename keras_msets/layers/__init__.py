@@ -3,7 +3,10 @@
 from keras_msets.layers.automaton_position_encoding import (
     AutomatonPositionEncoding,
 )
+from keras_msets.layers.complex_conv1d import ComplexConv1D
 from keras_msets.layers.complex_dense import ComplexDense
+from keras_msets.layers.complex_lstm import ComplexLSTM
+from keras_msets.layers.complex_lstm import ComplexLSTMCell
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
 )
@@ -11,6 +14,7 @@ from keras_msets.layers.complex_order_embedding import ComplexOrderEmbedding
 from keras_msets.layers.diagonal_multiset_automaton import (
     DiagonalMultisetAutomaton,
 )
+from keras_msets.layers.grouped_mlp import GroupedMLP
 from keras_msets.layers.induced_set_attention_block import (
     InducedSetAttentionBlock,
 )
@@ -22,10 +26,14 @@ from keras_msets.layers.set_attention_block import SetAttentionBlock
 
 __all__ = [
     "AutomatonPositionEncoding",
+    "ComplexConv1D",
     "ComplexDense",
+    "ComplexLSTM",
+    "ComplexLSTMCell",
     "ComplexMultiplicationPooling",
     "ComplexOrderEmbedding",
     "DiagonalMultisetAutomaton",
+    "GroupedMLP",
     "InducedSetAttentionBlock",
     "MaskedSetPooling",
     "PoolingByMultiheadAttention",

@@ -244,7 +244,7 @@ class GroupedMLP(keras.layers.Layer):
             plan = _group_plan(groups, rows, self.num_groups)
             start = 0
         for k, (kernel, bias) in enumerate(
-            zip(self.kernels, self.biases), start=start
+            zip(self.kernels, self.biases, strict=True), start=start
         ):
             x = self._activation(k, self._dense(x, kernel, bias, plan))
         return x

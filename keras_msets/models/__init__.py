@@ -3,5 +3,15 @@
 from keras_msets.models.deepsets.complex_deepsets import ComplexDeepSets
 from keras_msets.models.deepsets.deepsets import DeepSets
 from keras_msets.models.deepsets.recurrent_baseline import RecurrentBaseline
+from keras_msets.models.fen.fusion_encoder_network import FusionEncoderNetwork
+from keras_msets.models.fen.segments import FusionSegments
+from keras_msets.models.fen.segments import padded_length
 
-__all__ = ["ComplexDeepSets", "DeepSets", "RecurrentBaseline"]
+__all__ = [
+    "ComplexDeepSets",
+    "DeepSets",
+    "FusionEncoderNetwork",
+    "FusionSegments",
+    "RecurrentBaseline",
+    "padded_length",
+]

@@ -231,3 +231,99 @@ def pooling_by_multihead_attention():
         )
 
     return build, inputs, {"mask": mask}
+
+
+@golden_case("fusion_encoder_network")
+def fusion_encoder_network():
+    from keras_msets.models.fen.fusion_encoder_network import (
+        FusionEncoderNetwork,
+    )
+
+    rng = np.random.default_rng(40)
+    inputs = rng.integers(0, 3, size=(4, 6)).astype("int32")
+
+    def build():
+        return FusionEncoderNetwork(
+            sequence_length=6,
+            vocabulary_size=3,
+            output_dim=2,
+            encoding_dim=4,
+            token_encoder_units=[5],
+            fusion_encoder_units=[6],
+            decoder_units=[7],
+            sharing="level",
+            name="fen",
+        )
+
+    return build, inputs
+
+
+@golden_case("complex_conv1d")
+def complex_conv1d():
+    from keras_msets.layers.complex_conv1d import ComplexConv1D
+
+    rng = np.random.default_rng(41)
+    inputs = rng.normal(size=(3, 8, 2 * 3)).astype("float32")
+    mask = np.arange(8)[None, :] < np.array([[8], [5], [2]])
+
+    def build():
+        return ComplexConv1D(
+            4, 3, padding="same", activation="tanh", name="complex_conv1d"
+        )
+
+    return build, inputs, {"mask": mask}
+
+
+@golden_case("complex_lstm")
+def complex_lstm():
+    from keras_msets.layers.complex_lstm import ComplexLSTM
+
+    rng = np.random.default_rng(42)
+    inputs = rng.normal(size=(3, 6, 2 * 3)).astype("float32")
+    mask = rng.random((3, 6)) < 0.7
+    mask[:, 0] = True
+
+    def build():
+        return ComplexLSTM(4, return_sequences=True, name="complex_lstm")
+
+    return build, inputs, {"mask": mask}
+
+
+@golden_case("complex_multi_head_attention")
+def complex_multi_head_attention():
+    from keras_msets.layers.complex_multi_head_attention import (
+        ComplexMultiHeadAttention,
+    )
+
+    rng = np.random.default_rng(20)
+    query = rng.normal(size=(3, 4, 2 * 3)).astype("float32")
+    value = rng.normal(size=(3, 5, 2 * 4)).astype("float32")
+    value_mask = rng.random((3, 5)) < 0.7
+    value_mask[:, 0] = True
+    value_mask[2] = False  # a fully masked key set
+
+    def build():
+        return ComplexMultiHeadAttention(
+            num_heads=2, key_dim=3, value_dim=2, name="attention"
+        )
+
+    return build, query, {"value": value, "value_mask": value_mask}
+
+
+@golden_case("complex_transformer_encoder")
+def complex_transformer_encoder():
+    from keras_msets.layers.complex_transformer_encoder import (
+        ComplexTransformerEncoder,
+    )
+
+    rng = np.random.default_rng(21)
+    inputs = rng.normal(size=(3, 5, 2 * 4)).astype("float32")
+    padding_mask = rng.random((3, 5)) < 0.7
+    padding_mask[:, 0] = True
+
+    def build():
+        return ComplexTransformerEncoder(
+            intermediate_dim=6, num_heads=2, name="encoder"
+        )
+
+    return build, inputs, {"padding_mask": padding_mask}

@@ -63,7 +63,7 @@ def _loss_and_gradients(model, x, y):
         grads = [v.value.grad for v in model.trainable_variables]
     named = {
         v.path: np.asarray(keras.ops.convert_to_numpy(g), "float64")
-        for v, g in zip(model.trainable_variables, grads)
+        for v, g in zip(model.trainable_variables, grads, strict=True)
     }
     return float(keras.ops.convert_to_numpy(loss)), named
 
@@ -105,7 +105,9 @@ class FusionEncoderNetworkTest(TestCase):
             root = model.segments.index[(1, 8)]
             y = keras.ops.convert_to_numpy(model(x))
             segments = keras.ops.convert_to_numpy(model.segment_outputs(x))
-            self.assertEqual(segments.shape, (5, model.segments.num_segments, 1))
+            self.assertEqual(
+                segments.shape, (5, model.segments.num_segments, 1)
+            )
             self.assertAllClose(segments[:, root - 1], y, atol=1e-6)
             fused = model.fuse()
             self.assertAllClose(fused(x), y, atol=1e-6)
@@ -215,8 +217,13 @@ class FusionEncoderNetworkTest(TestCase):
             # Decoder theta_ij: gradient of the pair's mean BCE.
             dz2 = ((prob - y) / batch)[:, None]
             g = _mlp_backward(cache, p[0], p[2], dz2)
-            for key, index in (("w1", 0), ("b1", 1), ("w2", 2), ("b2", 3)):
-                path = f"{name}/decoder/{['kernel_0', 'bias_0', 'kernel_1', 'bias_1'][index]}"
+            for key, pname in (
+                ("w1", "kernel_0"),
+                ("b1", "bias_0"),
+                ("w2", "kernel_1"),
+                ("b2", "bias_1"),
+            ):
+                path = f"{name}/decoder/{pname}"
                 self.assertAllClose(
                     grads[path][k], g[key], atol=1e-5, rtol=1e-4
                 )
@@ -274,7 +281,9 @@ class FusionEncoderNetworkTest(TestCase):
         other = grads_e2e[path.replace(name, e2e.name)]
         self.assertNotAllClose(other, grads[path], atol=1e-6)
         path = f"{name}/decoder/kernel_0"
-        self.assertAllClose(grads_e2e[path.replace(name, e2e.name)], grads[path])
+        self.assertAllClose(
+            grads_e2e[path.replace(name, e2e.name)], grads[path]
+        )
 
     def test_segment_learning_rates(self):
         model = _small(sequence_length=4, sharing="none")
@@ -333,7 +342,7 @@ class FusionEncoderNetworkTest(TestCase):
             self.assertEqual(model.predict(x, verbose=0).shape, (32, 1))
             changed = [
                 not np.allclose(b, keras.ops.convert_to_numpy(w))
-                for b, w in zip(before, model.weights)
+                for b, w in zip(before, model.weights, strict=True)
             ]
             self.assertTrue(all(changed))
 

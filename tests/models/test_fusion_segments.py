@@ -82,9 +82,14 @@ class FusionSegmentsTest(TestCase):
             self.assertEqual(len(s.levels), s.depth)
             computed = set(range(1, n + 1))
             for height, level in enumerate(s.levels, start=1):
-                self.assertTrue(np.all(s.heights[level["segments"] - 1] == height))
+                self.assertTrue(
+                    np.all(s.heights[level["segments"] - 1] == height)
+                )
                 for k, left, right in zip(
-                    level["segments"], level["left"], level["right"]
+                    level["segments"],
+                    level["left"],
+                    level["right"],
+                    strict=True,
                 ):
                     i, j = s.segments[k - 1]
                     m = s.sigma[(i, j)]
@@ -99,9 +104,7 @@ class FusionSegmentsTest(TestCase):
         s = FusionSegments(8)
         for k, (i, j) in enumerate(s.segments):
             left, right = s.left_context[k], s.right_context[k]
-            self.assertEqual(
-                left, 0 if i == 1 else s.index[(1, i - 1)], (i, j)
-            )
+            self.assertEqual(left, 0 if i == 1 else s.index[(1, i - 1)], (i, j))
             self.assertEqual(
                 right, 0 if j == 8 else s.index[(j + 1, 8)], (i, j)
             )

@@ -49,7 +49,7 @@ def _runs(groups):
     edges = np.flatnonzero(np.diff(groups)) + 1
     starts = np.concatenate([[0], edges])
     ends = np.concatenate([edges, [len(groups)]])
-    return list(zip(starts.tolist(), ends.tolist()))
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
 
 
 def _scale_gradient(x, scale):
@@ -213,7 +213,9 @@ class FusionEncoderNetwork(keras.Model):
             self.sharing, "decoder"
         )
         e = self.encoding_dim
-        pad = self.padded_length if self.padded_length > sequence_length else None
+        pad = (
+            self.padded_length if self.padded_length > sequence_length else None
+        )
         self.token_encoder = GroupedMLP(
             self.token_encoder_units + [e],
             num_groups=token_count,
@@ -285,7 +287,10 @@ class FusionEncoderNetwork(keras.Model):
             pairs = ops.concatenate([left, right], axis=-1)
             groups = self._fusion_groups[level["segments"] - n - 1]
             table = ops.concatenate(
-                [table, self._apply_by_runs(self.fusion_encoder, pairs, groups)],
+                [
+                    table,
+                    self._apply_by_runs(self.fusion_encoder, pairs, groups),
+                ],
                 axis=1,
             )
         return table
