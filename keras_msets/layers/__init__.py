@@ -7,10 +7,17 @@ from keras_msets.layers.complex_conv1d import ComplexConv1D
 from keras_msets.layers.complex_dense import ComplexDense
 from keras_msets.layers.complex_lstm import ComplexLSTM
 from keras_msets.layers.complex_lstm import ComplexLSTMCell
+from keras_msets.layers.complex_multi_head_attention import (
+    ComplexMultiHeadAttention,
+)
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
 )
 from keras_msets.layers.complex_order_embedding import ComplexOrderEmbedding
+from keras_msets.layers.complex_readout import ComplexReadout
+from keras_msets.layers.complex_transformer_encoder import (
+    ComplexTransformerEncoder,
+)
 from keras_msets.layers.diagonal_multiset_automaton import (
     DiagonalMultisetAutomaton,
 )
@@ -30,8 +37,11 @@ __all__ = [
     "ComplexDense",
     "ComplexLSTM",
     "ComplexLSTMCell",
+    "ComplexMultiHeadAttention",
     "ComplexMultiplicationPooling",
     "ComplexOrderEmbedding",
+    "ComplexReadout",
+    "ComplexTransformerEncoder",
     "DiagonalMultisetAutomaton",
     "GroupedMLP",
     "InducedSetAttentionBlock",

@@ -328,6 +328,7 @@ class FusionEncoderNetworkTest(TestCase):
         y = (x == 1).sum(1) % 2
         for sharing in ["none", "all"]:
             model = _small(sharing=sharing)
+            model(x[:1])
             model.compile(
                 optimizer="adam",
                 loss="binary_crossentropy",

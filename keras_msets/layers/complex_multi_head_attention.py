@@ -1,0 +1,327 @@
+import math
+
+import keras
+from keras import ops
+
+from keras_msets import ops as msets_ops
+from keras_msets.layers._multihead_attention_block import check_dropout
+from keras_msets.layers._multihead_attention_block import check_positive_int
+from keras_msets.layers.complex_dense import ComplexDense
+
+
+def complex_units(shape, name):
+    """Number of complex units `d` of a `[batch, length, 2 * d]` shape."""
+    shape = tuple(shape)
+    if len(shape) != 3 or shape[-1] is None or shape[-1] % 2:
+        raise ValueError(
+            f"`{name}` must be a complex tensor [batch, length, 2 * d] with "
+            f"a known, even last axis. Received: {name}.shape={shape}"
+        )
+    return shape[-1] // 2
+
+
+def check_bool(value, name):
+    """Raises a ValueError unless `value` is a bool."""
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
+    return value
+
+
+def _zero_padding(x, mask):
+    """Replaces the elements of `x [batch, length, 2d]` where `mask` is off."""
+    if mask is None:
+        return x
+    return ops.where(msets_ops.expand_mask(mask, x), x, ops.zeros_like(x))
+
+
+def _and(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return ops.logical_and(a, b)
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class ComplexMultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention on complex sequences, scored by a modulus.
+
+    The complex-valued Transformer of Wang et al. (App. B): queries, keys
+    and values are complex linear maps of complex inputs (`ComplexDense`,
+    Eq. 10-11), and head `h` returns (Eq. 13)
+    `output_i = sum_j a_ij w_j W^V`, with real weights `a_ij` applied to
+    the real and to the imaginary parts of the complex values. The weights
+    are "the softmax of the product between complex-valued query vectors
+    and key vectors" (Eq. 14):
+    `e_ij = sqrt((Re(z)^2 + Im(z)^2) / n)`,
+    `z = (w_i W^Q)(w_j W^K)^dagger`. The dagger (conjugate transpose) makes
+    `z = q_i . conj(k_j)`, the Hermitian product (`Q K^H`), so
+    `e_ij = |q_i . conj(k_j)| / sqrt(n)`; the weights are
+    `a_ij = softmax_j(e_ij)`, a softmax over the keys (the paper's printed
+    normalisation `e_ij / sum_i e_ij` is garbled; the authors' code takes
+    the softmax over the keys). The paper writes the scale as `n`; the
+    authors' released code, like Vaswani et al., divides by `sqrt(d_k)`,
+    and so does this layer (`sqrt(key_dim)`). The heads are concatenated
+    and mapped by a complex output projection.
+
+    Masking follows `keras.layers.MultiHeadAttention`: the Keras masks of
+    `query`, `value` and `key` are used automatically (or pass
+    `query_mask`, `value_mask`, `key_mask`), and are combined (logical and)
+    with `attention_mask`. Masked keys get the finite logit
+    `keras_msets.ops.MASK_LOGIT`, hence exactly zero weight; masked query,
+    key and value elements are replaced by zeros before any arithmetic, so
+    their values never reach the valid outputs. A query with no valid key
+    (a fully masked key set, or a masked query) has output 0 and all its
+    attention weights 0, never `NaN`.
+
+    Note: the released code scores `Q K^T` without the conjugate and
+    projects real and imaginary parts with one shared real matrix; this
+    layer follows the paper's equations instead.
+
+    Args:
+        num_heads: positive integer, number of attention heads.
+        key_dim: positive integer, complex size of each head's queries and
+            keys.
+        value_dim: positive integer, complex size of each head's values.
+            None (the default): `key_dim`.
+        output_dim: positive integer, complex size of the output. None (the
+            default): the complex size of `query`.
+        dropout: dropout rate on the attention weights. Defaults to 0.
+        use_bias: whether the four complex projections have biases.
+        shared_weights: if True, the query, key and value projections use
+            `Re(W) = Im(W)` (and equal bias parts), the parameter-saving
+            option of the paper's Table 4 ("share in W^{Q/K/V}"); the output
+            projection keeps separate real and imaginary weights.
+        kernel_initializer: initializer of the projections' kernels.
+        bias_initializer: initializer of the projections' biases.
+        **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: complex tensor `[batch, T, 2 * d_query]`.
+        value: complex tensor `[batch, S, 2 * d_value]`.
+        key: optional complex tensor `[batch, S, 2 * d_key]`; defaults to
+            `value`.
+        query_mask: optional boolean `[batch, T]` (from `query`'s Keras mask
+            when not given).
+        value_mask: optional boolean `[batch, S]` (from `value`'s Keras
+            mask when not given).
+        key_mask: optional boolean `[batch, S]` (from `key`'s Keras mask
+            when not given); ignored when `key` is not given, as in
+            `keras.layers.MultiHeadAttention`.
+        attention_mask: optional boolean `[batch, T, S]`; False blocks the
+            attention of a query to a key.
+        return_attention_scores: if True, also returns the attention weights
+            `[batch, num_heads, T, S]` (after the softmax, before dropout).
+        training: whether dropout is active.
+
+    Input shape:
+        `query [batch, T, 2 * d_query]`, `value [batch, S, 2 * d_value]`,
+        `key [batch, S, 2 * d_key]`: real parts, then imaginary parts.
+
+    Output shape:
+        `[batch, T, 2 * output_dim]` (real parts, then imaginary parts),
+        carrying `query`'s Keras mask; with `return_attention_scores=True`
+        the tuple `(output, scores)`.
+
+    Example:
+    >>> x = keras.random.normal((2, 5, 2 * 8))
+    >>> attention = keras_msets.layers.ComplexMultiHeadAttention(
+    ...     num_heads=2, key_dim=4
+    ... )
+    >>> attention(x, x).shape
+    (2, 5, 16)
+
+    References:
+        - Wang et al., "Encoding word order in complex embeddings",
+          ICLR 2020.
+        - Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        output_dim=None,
+        dropout=0.0,
+        use_bias=True,
+        shared_weights=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        self.key_dim = check_positive_int("key_dim", key_dim)
+        self.value_dim = check_positive_int(
+            "value_dim", value_dim, allow_none=True
+        )
+        self.output_dim = check_positive_int(
+            "output_dim", output_dim, allow_none=True
+        )
+        self.dropout = check_dropout(dropout)
+        self.use_bias = check_bool(use_bias, "use_bias")
+        self.shared_weights = check_bool(shared_weights, "shared_weights")
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+        self.dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="attention_dropout"
+        )
+
+    def _projection(self, units, name, shared_weights):
+        return ComplexDense(
+            units,
+            use_bias=self.use_bias,
+            shared_weights=shared_weights,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        query_units = complex_units(query_shape, "query")
+        complex_units(value_shape, "value")
+        if key_shape is None:
+            key_shape = value_shape
+        complex_units(key_shape, "key")
+        value_dim = self.value_dim or self.key_dim
+        output_dim = self.output_dim or query_units
+        heads = self.num_heads
+        shared = self.shared_weights
+        self.query_dense = self._projection(
+            heads * self.key_dim, "query", shared
+        )
+        self.key_dense = self._projection(heads * self.key_dim, "key", shared)
+        self.value_dense = self._projection(heads * value_dim, "value", shared)
+        self.output_dense = self._projection(
+            output_dim, "attention_output", False
+        )
+        self.query_dense.build(query_shape)
+        self.key_dense.build(key_shape)
+        self.value_dense.build(value_shape)
+        self.output_dense.build(
+            tuple(query_shape)[:-1] + (2 * heads * value_dim,)
+        )
+
+    def _split_heads(self, x, head_dim):
+        """`[b, n, 2 * H * k]` to real and imaginary parts `[b, n, H, k]`."""
+        real, imag = msets_ops.complex_split(x)
+        shape = ops.shape(real)[:-1] + (self.num_heads, head_dim)
+        return ops.reshape(real, shape), ops.reshape(imag, shape)
+
+    def _merge_heads(self, real, imag):
+        """Real and imaginary parts `[b, n, H, k]` to `[b, n, 2 * H * k]`."""
+        shape = ops.shape(real)[:-2] + (self.num_heads * real.shape[-1],)
+        return msets_ops.complex_merge(
+            ops.reshape(real, shape), ops.reshape(imag, shape)
+        )
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        if key is None:
+            key = value
+            key_mask = None
+        complex_units(query.shape, "query")
+        complex_units(value.shape, "value")
+        complex_units(key.shape, "key")
+        query_mask = (
+            None if query_mask is None else ops.cast(query_mask, "bool")
+        )
+        value_mask = (
+            None if value_mask is None else ops.cast(value_mask, "bool")
+        )
+        key_mask = None if key_mask is None else ops.cast(key_mask, "bool")
+        # Padded elements become zeros: their values never reach arithmetic.
+        key_valid = _and(value_mask, key_mask)
+        query = _zero_padding(query, query_mask)
+        value = _zero_padding(value, key_valid)
+        key = _zero_padding(key, key_valid)
+
+        # [batch, T, S] mask, True where query t may attend to key s.
+        mask = None
+        if query_mask is not None:
+            mask = ops.expand_dims(query_mask, -1)
+        if key_valid is not None:
+            mask = _and(mask, ops.expand_dims(key_valid, -2))
+        if attention_mask is not None:
+            mask = _and(mask, ops.cast(attention_mask, "bool"))
+
+        value_dim = self.value_dim or self.key_dim
+        q_real, q_imag = self._split_heads(
+            self.query_dense(query), self.key_dim
+        )
+        k_real, k_imag = self._split_heads(self.key_dense(key), self.key_dim)
+        v_real, v_imag = self._split_heads(self.value_dense(value), value_dim)
+
+        # Eq. 14: z = q . conj(k) = (qr.kr + qi.ki) + i (qi.kr - qr.ki).
+        equation = "bthd,bshd->bhts"
+        z_real = ops.einsum(equation, q_real, k_real) + ops.einsum(
+            equation, q_imag, k_imag
+        )
+        z_imag = ops.einsum(equation, q_imag, k_real) - ops.einsum(
+            equation, q_real, k_imag
+        )
+        # |z| with a finite gradient at z = 0 (e.g. zero-padded queries).
+        z = msets_ops.complex_merge(
+            ops.expand_dims(z_real, -1), ops.expand_dims(z_imag, -1)
+        )
+        logits = msets_ops.complex_modulus(z)[..., 0]
+        logits = logits * ops.cast(1.0 / math.sqrt(self.key_dim), logits.dtype)
+
+        any_valid = None
+        if mask is not None:
+            full_mask = ops.expand_dims(mask, 1)  # [batch, 1, T, S]
+            logits = msets_ops.mask_logits(logits, full_mask)
+            any_valid = ops.any(full_mask, axis=-1, keepdims=True)
+        weights = ops.softmax(logits, axis=-1)
+        if any_valid is not None:
+            # A query without valid keys gets all-zero weights, not uniform.
+            weights = ops.where(any_valid, weights, ops.zeros_like(weights))
+        scores = weights
+        weights = self.dropout_layer(weights, training=training)
+
+        # Eq. 13: real weights on the real and imaginary parts of the values.
+        equation = "bhts,bshd->bthd"
+        heads_real = ops.einsum(equation, weights, v_real)
+        heads_imag = ops.einsum(equation, weights, v_imag)
+        output = self.output_dense(self._merge_heads(heads_real, heads_imag))
+        if any_valid is not None:
+            # [batch, T, 1]: a query without valid keys has output 0.
+            valid_query = any_valid[:, 0]
+            output = ops.where(valid_query, output, ops.zeros_like(output))
+        if return_attention_scores:
+            return output, scores
+        return output
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "output_dim": self.output_dim,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "shared_weights": self.shared_weights,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config
