@@ -67,7 +67,8 @@ def test_load_gives_an_uncompiled_model_with_the_recorded_size(name):
         (registry.presets_root() / name / "config.json").read_text()
     )
     untrained = zoo.load(name, load_weights=False)
-    x = _digits()
+    example = zoo.info(name)["example"]
+    x = np.asarray(example["input"], dtype=example["input_dtype"])
     trained_out = np.asarray(model.predict(x, verbose=0))
     assert np.all(np.isfinite(trained_out))
     assert not np.allclose(

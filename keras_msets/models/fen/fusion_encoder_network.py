@@ -410,19 +410,26 @@ class FusionEncoderNetwork(keras.Model):
         token.build()
         token.set_weights(self.token_encoder.get_weights())
         x = token(inputs)
+        shared = {}  # one layer per parameter group shared across levels
         for height in range(1, self.segments.depth + 1):
             width = self.padded_length >> height
             x = keras.layers.Reshape((width, 2 * e), name=f"pairs_{height}")(x)
             groups = self._vertex_groups(height)
             unique = np.unique(groups)
-            config = self.fusion_encoder.get_config()
-            config.update(num_groups=len(unique), name=f"fusion_{height}")
-            fusion = GroupedMLP.from_config(config)
-            fusion.build()
-            chosen = groups if len(unique) > 1 else unique
-            fusion.set_weights(
-                [w[chosen] for w in self.fusion_encoder.get_weights()]
-            )
+            key = int(unique[0]) if len(unique) == 1 else None
+            fusion = shared.get(key) if key is not None else None
+            if fusion is None:
+                config = self.fusion_encoder.get_config()
+                name = f"fusion_{height}" if key is None else f"fusion_g{key}"
+                config.update(num_groups=len(unique), name=name)
+                fusion = GroupedMLP.from_config(config)
+                fusion.build()
+                chosen = groups if len(unique) > 1 else unique
+                fusion.set_weights(
+                    [w[chosen] for w in self.fusion_encoder.get_weights()]
+                )
+                if key is not None:
+                    shared[key] = fusion
             x = fusion(x)
         root = self.segments.index[(1, self.padded_length)]
         group = self._decoder_groups[root - 1]
