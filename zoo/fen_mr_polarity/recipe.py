@@ -163,8 +163,8 @@ p = model.predict(ids)  # probability that the sentence is positive
 `zoo/{NAME}/recipe.py` (re-run: `keras-msets zoo train {NAME}`): the
 paper's local training, binary cross-entropy summed over the
 {model.segments.num_segments} segments, Adam (learning rate {LEARNING_RATE}),
-batch 64, learning rate x0.5 after 2 epochs without dev improvement, early
-stopping after 6 (best weights kept), seed {SEED}; {stage["epochs_run"]}
+batch 64, early stopping after 6 epochs without dev improvement (best
+weights kept), seed {SEED}; {stage["epochs_run"]}
 epochs, best dev accuracy {stage["best_val_accuracy"]:.4f}, wall time
 {metrics["train_seconds"]:.0f} s on 2 CPU cores.
 
