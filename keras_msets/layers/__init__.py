@@ -21,11 +21,19 @@ from keras_msets.layers.complex_transformer_encoder import (
 from keras_msets.layers.diagonal_multiset_automaton import (
     DiagonalMultisetAutomaton,
 )
+from keras_msets.layers.dimension_equivariant_multiset_attention_block import (  # noqa: E501
+    DimensionEquivariantMultisetAttentionBlock,
+)
 from keras_msets.layers.grouped_mlp import GroupedMLP
+from keras_msets.layers.induced_multiset_attention_block import (
+    InducedMultisetAttentionBlock,
+)
 from keras_msets.layers.induced_set_attention_block import (
     InducedSetAttentionBlock,
 )
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
+from keras_msets.layers.multiset_attention_block import MultisetAttentionBlock
+from keras_msets.layers.multiset_relation_block import MultisetRelationBlock
 from keras_msets.layers.pooling_by_multihead_attention import (
     PoolingByMultiheadAttention,
 )
@@ -43,9 +51,13 @@ __all__ = [
     "ComplexReadout",
     "ComplexTransformerEncoder",
     "DiagonalMultisetAutomaton",
+    "DimensionEquivariantMultisetAttentionBlock",
     "GroupedMLP",
+    "InducedMultisetAttentionBlock",
     "InducedSetAttentionBlock",
     "MaskedSetPooling",
+    "MultisetAttentionBlock",
+    "MultisetRelationBlock",
     "PoolingByMultiheadAttention",
     "SetAttentionBlock",
 ]

@@ -327,3 +327,77 @@ def complex_transformer_encoder():
         )
 
     return build, inputs, {"padding_mask": padding_mask}
+
+
+def _multiset_inputs(seed, sizes, dim, coords=None):
+    rng = np.random.default_rng(seed)
+    sets, masks = [], []
+    for n in sizes:
+        shape = (3, n, dim) if coords is None else (3, n, coords, dim)
+        sets.append(rng.normal(size=shape).astype("float32"))
+        mask = rng.random((3, n)) < 0.7
+        mask[:, :2] = True
+        masks.append(mask)
+    masks[-1][2] = False  # an all-masked set
+    return sets, masks
+
+
+@golden_case("multiset_attention_block")
+def multiset_attention_block():
+    from keras_msets.layers.multiset_attention_block import (
+        MultisetAttentionBlock,
+    )
+
+    sets, masks = _multiset_inputs(20, (6, 4, 5), 8)
+
+    def build():
+        return MultisetAttentionBlock(num_heads=2, ff_dim=12, name="msab")
+
+    return build, sets, {"masks": masks}
+
+
+@golden_case("induced_multiset_attention_block")
+def induced_multiset_attention_block():
+    from keras_msets.layers.induced_multiset_attention_block import (
+        InducedMultisetAttentionBlock,
+    )
+
+    sets, masks = _multiset_inputs(21, (7, 5), 8)
+
+    def build():
+        return InducedMultisetAttentionBlock(
+            num_inducing_points=3,
+            num_heads=2,
+            weight_sharing="cross",
+            name="imsab",
+        )
+
+    return build, sets, {"masks": masks}
+
+
+@golden_case("multiset_relation_block")
+def multiset_relation_block():
+    from keras_msets.layers.multiset_relation_block import MultisetRelationBlock
+
+    sets, masks = _multiset_inputs(22, (6, 4), 8)
+
+    def build():
+        return MultisetRelationBlock(relation_dim=10, name="msrb")
+
+    return build, sets, {"masks": masks}
+
+
+@golden_case("dimension_equivariant_multiset_attention_block")
+def dimension_equivariant_multiset_attention_block():
+    from keras_msets.layers.dimension_equivariant_multiset_attention_block import (  # noqa: E501
+        DimensionEquivariantMultisetAttentionBlock,
+    )
+
+    sets, masks = _multiset_inputs(23, (5, 4), 8, coords=3)
+
+    def build():
+        return DimensionEquivariantMultisetAttentionBlock(
+            num_heads=2, name="demsab"
+        )
+
+    return build, sets, {"masks": masks}

@@ -1,0 +1,219 @@
+import keras
+from keras import ops
+
+from keras_msets import ops as msets_ops
+from keras_msets.layers._multihead_attention_block import check_epsilon
+from keras_msets.layers._multihead_attention_block import check_positive_int
+from keras_msets.layers._multihead_attention_block import check_set_shape
+from keras_msets.layers.multiset_attention_block import BaseMultisetBlock
+
+
+class RelationBlock(keras.layers.Layer):
+    """Post-LN relation network block `RB(X, Y)` (internal).
+
+    The transformer block of eq. 2 with the attention replaced by a
+    relation network (Santoro et al.; Selby et al., eq. 4 and 6) pooled by
+    a max: `R(X, Y)_i = max_j theta([x_i || y_j])` over the valid `y_j`,
+    with `theta = Dense(relation_dim, relu) -> Dense(dim)` on each pair;
+    then `H = LN(X + R(X, Y))` and `RB(X, Y) = LN(H + FF(H))` with
+    `FF = Dense(ff_dim, relu) -> Dense(dim)`. The first layer of `theta`
+    is split, `[x || y] W = x W_x + y W_y`, so it costs `O((n + m) d h)`
+    instead of `O(n m d h)`; the pair tensor `[batch, n, m, relation_dim]`
+    remains (Table 5: the RN variant is the most memory hungry).
+
+    Padded keys never win the max; with no valid key, `R` is defined as 0
+    (so `H = LN(X)`), finite.
+    """
+
+    def __init__(
+        self, relation_dim=None, ff_dim=None, layer_norm_epsilon=1e-5, **kw
+    ):
+        super().__init__(**kw)
+        self.relation_dim = check_positive_int(
+            "relation_dim", relation_dim, allow_none=True
+        )
+        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
+        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+
+    def build(self, query_shape, value_shape):
+        query_shape = check_set_shape(query_shape, "query")
+        value_shape = check_set_shape(value_shape, "value")
+        dim = query_shape[-1]
+        relation_dim = self.relation_dim or 2 * dim
+        ff_dim = self.ff_dim or 2 * dim
+        # theta's first layer on [x || y]: rows [:dim] read x, [dim:] read y.
+        self.pair_kernel = self.add_weight(
+            name="pair_kernel",
+            shape=(2 * dim, relation_dim),
+            initializer="glorot_uniform",
+        )
+        self.pair_bias = self.add_weight(
+            name="pair_bias", shape=(relation_dim,), initializer="zeros"
+        )
+        self.relation_output = keras.layers.Dense(
+            dim, dtype=self.dtype_policy, name="relation_output"
+        )
+        self.relation_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="relation_norm",
+        )
+        self.ff_hidden = keras.layers.Dense(
+            ff_dim, activation="relu", dtype=self.dtype_policy, name="ff_hidden"
+        )
+        self.ff_output = keras.layers.Dense(
+            dim, dtype=self.dtype_policy, name="ff_output"
+        )
+        self.output_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="output_norm",
+        )
+        pair_shape = query_shape[:2] + (value_shape[1], relation_dim)
+        self.relation_output.build(pair_shape)
+        self.relation_norm.build(query_shape)
+        self.ff_hidden.build(query_shape)
+        self.ff_output.build(query_shape[:-1] + (ff_dim,))
+        self.output_norm.build(query_shape)
+
+    def call(self, query, value, value_mask=None):
+        dim = query.shape[-1]
+        from_query = ops.matmul(query, self.pair_kernel[:dim])
+        from_value = ops.matmul(value, self.pair_kernel[dim:])
+        # [batch, n, m, relation_dim]: theta's hidden layer for every pair.
+        pairs = ops.relu(
+            ops.expand_dims(from_query, 2)
+            + ops.expand_dims(from_value, 1)
+            + self.pair_bias
+        )
+        pairs = self.relation_output(pairs)
+        pair_mask = None
+        if value_mask is not None:
+            pair_mask = ops.logical_and(
+                ops.expand_dims(ops.ones_like(query[..., 0], "bool"), -1),
+                ops.expand_dims(ops.cast(value_mask, "bool"), 1),
+            )
+        relation = msets_ops.masked_max(pairs, pair_mask, axis=2)
+        hidden = self.relation_norm(query + relation)
+        ff = self.ff_output(self.ff_hidden(hidden))
+        return self.output_norm(hidden + ff)
+
+    def compute_output_shape(self, query_shape, value_shape):
+        return tuple(query_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "relation_dim": self.relation_dim,
+                "ff_dim": self.ff_dim,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class MultisetRelationBlock(BaseMultisetBlock):
+    """Multi-set relation network block (the Multi-Set RN of Selby et al.).
+
+    The paper's RN variant (Sec. 5): the multi-set attention block of eq.
+    10-11 with its transformer blocks replaced by relation network blocks,
+    "with max pooling operations for both Lambda and Gamma". Each ordered
+    pair of sets gets a pairwise encoder `theta_kl` (eq. 4, 6) on every
+    pair `(x_i, y_j)`, max-pooled over the other set's elements (Lambda):
+    `R_kl(X_k, X_l)_i = max_j theta_kl([x_i || y_j])`, inside the post-LN
+    block of eq. 2 (`H = LN(X_k + R_kl)`, `T_kl = LN(H + FF(H))`), and the
+    results are merged as in `MultisetAttentionBlock`:
+    `Z_k = LN(X_k + g([T_kk || mean_{l != k} T_kl]))`. The other pooling,
+    Gamma, is the model's final pooling over each set (a max for this
+    variant, e.g. `keras_msets.ops.masked_max`); it is not part of the
+    block.
+
+    Masked pairs are excluded from the max (padded elements never win),
+    and padded elements are replaced by zeros first, so they never change
+    the valid outputs. With no valid element in set `l`, `R_kl` is defined
+    as 0, so results stay finite. Cost is `O(n_k n_l relation_dim d)` per
+    pair of sets (Table 5): keep sets small.
+
+    Args:
+        relation_dim: hidden width of the pairwise encoders `theta`. None
+            (the default): `2 * dim`.
+        ff_dim: hidden width of the blocks' feedforward networks. None (the
+            default): `2 * dim`.
+        layer_norm_epsilon: epsilon of every layer norm. Defaults to `1e-5`.
+        merge: `"concat"` (the default) or `"sum"` (Sum-Merge).
+        cross_only: if True, drops the self blocks (Cross-Only).
+        weight_sharing: `"none"` (the default), `"cross"` or `"symmetric"`,
+            as in `MultisetAttentionBlock`.
+        merge_activation: activation of the merge `g`. Defaults to
+            `"relu"` (as in the paper and in the authors' RN code).
+        **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: a list of `K >= 2` sets, each `[batch, n_k, dim]`.
+        masks: optional list of `K` boolean masks `[batch, n_k]` (or None
+            entries).
+        mask: the same under Keras's name, filled from the inputs' Keras
+            masks; an entry of `masks` that is not None wins. Masks given
+            as `masks=` are not attached to the outputs: pass them to
+            the next block too.
+
+    Input shape:
+        A list of `K` tensors `[batch, n_k, dim]`.
+
+    Output shape:
+        A list of `K` tensors `[batch, n_k, dim]`, with the inputs' masks.
+
+    Example:
+    >>> x = keras.random.normal((2, 5, 8))
+    >>> y = keras.random.normal((2, 6, 8))
+    >>> block = keras_msets.layers.MultisetRelationBlock()
+    >>> [z.shape for z in block([x, y])]
+    [(2, 5, 8), (2, 6, 8)]
+
+    References:
+        - Selby et al., "Learning Functions on Multiple Sets using
+          Multi-Set Transformers", UAI 2022.
+        - Santoro et al., "A simple neural network module for relational
+          reasoning", NeurIPS 2017.
+    """
+
+    def __init__(
+        self,
+        relation_dim=None,
+        ff_dim=None,
+        layer_norm_epsilon=1e-5,
+        merge="concat",
+        cross_only=False,
+        weight_sharing="none",
+        merge_activation="relu",
+        **kwargs,
+    ):
+        super().__init__(
+            merge=merge,
+            cross_only=cross_only,
+            weight_sharing=weight_sharing,
+            merge_activation=merge_activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            **kwargs,
+        )
+        self.relation_dim = check_positive_int(
+            "relation_dim", relation_dim, allow_none=True
+        )
+        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
+
+    def _make_pair_block(self, name):
+        return RelationBlock(
+            relation_dim=self.relation_dim,
+            ff_dim=self.ff_dim,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _call_pair(self, block, k, j, sets, masks, context, training):
+        return block(sets[k], sets[j], value_mask=masks[j])
+
+    def _pair_config(self):
+        return {"relation_dim": self.relation_dim, "ff_dim": self.ff_dim}
