@@ -8,6 +8,7 @@ from keras_msets.zoo.registry import evaluate
 from keras_msets.zoo.registry import info
 from keras_msets.zoo.registry import list  # noqa: A004
 from keras_msets.zoo.registry import load
+from keras_msets.zoo.registry import load_recipe
 from keras_msets.zoo.registry import presets_root
 from keras_msets.zoo.registry import save_preset
 from keras_msets.zoo.registry import train
@@ -18,6 +19,7 @@ __all__ = [
     "info",
     "list",
     "load",
+    "load_recipe",
     "presets_root",
     "save_preset",
     "train",

@@ -44,3 +44,23 @@ def test_complex_presets_are_right_ten_times_past_training_lengths(name):
     ).values()
     accuracy = data.digit_sum_accuracy(y, zoo.load(name).predict(x, verbose=0))
     assert accuracy >= 0.99, (name, accuracy)
+
+
+def test_fen_dyck_64_on_fresh_strings():
+    # 2,000 fresh strings (seed 7, not the card's). Measured accuracy on
+    # the card: 0.8298, below the 0.97 target (see the card); this
+    # guards the shipped result and the near-miss breakdown.
+    recipe = zoo.load_recipe("fen_dyck_64")
+    metrics = recipe.evaluate(
+        zoo.load("fen_dyck_64"), verbose=0, num=2000, seed=7
+    )
+    assert 0.78 <= metrics["accuracy"] <= 0.88, metrics
+    assert metrics["accuracy_balanced"] >= 0.95, metrics
+
+
+def test_fen_mr_polarity_on_the_held_out_fold():
+    recipe = zoo.load_recipe("fen_mr_polarity")
+    card = zoo.info("fen_mr_polarity")["metrics"]["test_accuracy"]
+    metrics = recipe.evaluate(zoo.load("fen_mr_polarity"), verbose=0)
+    assert abs(metrics["test_accuracy"] - card) <= 0.01, (metrics, card)
+    assert metrics["test_accuracy"] > 0.55  # above chance (0.5)
