@@ -184,8 +184,9 @@ Local training mastered length 16 (dev accuracy
 no longer carry the bracket count exactly: strings with one bracket flipped
 (counts off by two, the easiest negatives for a counter) are called
 balanced most of the time, while balanced strings and most other negatives
-are right. Longer training, wider encodings and per-level parameters are
-untried here (2 CPU cores); see benchmarks/RESULTS.md.
+are right. One exploratory run with wider networks (encoding 64, hidden
+128) did worse at length 32 (dev 0.84); longer training and per-level
+parameters are untried (2 CPU cores); see benchmarks/RESULTS.md.
 """
 
 
