@@ -37,9 +37,14 @@ from keras_msets.layers.multiset_relation_block import MultisetRelationBlock
 from keras_msets.layers.pooling_by_multihead_attention import (
     PoolingByMultiheadAttention,
 )
+from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
+from keras_msets.layers.position_embeddings import ComplexVanillaEmbedding
+from keras_msets.layers.position_embeddings import WordPositionEmbedding
+from keras_msets.layers.position_embeddings import make_text_embedding
 from keras_msets.layers.set_attention_block import SetAttentionBlock
 
 __all__ = [
+    "EMBEDDING_VARIANTS",
     "AutomatonPositionEncoding",
     "ComplexConv1D",
     "ComplexDense",
@@ -48,6 +53,7 @@ __all__ = [
     "ComplexMultiHeadAttention",
     "ComplexMultiplicationPooling",
     "ComplexOrderEmbedding",
+    "ComplexVanillaEmbedding",
     "ComplexReadout",
     "ComplexTransformerEncoder",
     "DiagonalMultisetAutomaton",
@@ -60,4 +66,6 @@ __all__ = [
     "MultisetRelationBlock",
     "PoolingByMultiheadAttention",
     "SetAttentionBlock",
+    "WordPositionEmbedding",
+    "make_text_embedding",
 ]

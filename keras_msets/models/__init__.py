@@ -6,6 +6,8 @@ from keras_msets.models.deepsets.recurrent_baseline import RecurrentBaseline
 from keras_msets.models.fen.fusion_encoder_network import FusionEncoderNetwork
 from keras_msets.models.fen.segments import FusionSegments
 from keras_msets.models.fen.segments import padded_length
+from keras_msets.models.text.classifiers import TextClassifier
+from keras_msets.models.text.classifiers import build_text_classifier
 
 __all__ = [
     "ComplexDeepSets",
@@ -13,5 +15,7 @@ __all__ = [
     "FusionEncoderNetwork",
     "FusionSegments",
     "RecurrentBaseline",
+    "TextClassifier",
+    "build_text_classifier",
     "padded_length",
 ]
