@@ -47,7 +47,11 @@ from pathlib import Path
 
 import keras
 import keras_hub
+import matplotlib
 import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
 from keras_msets.data.monoid_tasks import TASKS
 from keras_msets.data.monoid_tasks import monoid_task
@@ -422,6 +426,59 @@ def markdown_table(runs):
     return "\n".join(lines)
 
 
+def plot(runs, path):
+    """Test accuracy per task and model, one panel per length."""
+    runs = [r for r in runs if "skipped" not in r]
+    lengths = sorted({r["length"] for r in runs})
+    tasks = [t for t in TASKS if any(r["task"] == t for r in runs)]
+    models = [m for m in MODELS if any(r["model"] == m for r in runs)]
+    figure, axes = plt.subplots(
+        1, len(lengths), figsize=(5 * len(lengths), 3.8), squeeze=False
+    )
+    width = 0.8 / max(len(models), 1)
+    for axis, length in zip(axes[0], lengths, strict=True):
+        for k, model in enumerate(models):
+            values = [
+                next(
+                    (
+                        r["accuracy"]
+                        for r in runs
+                        if (r["task"], r["length"], r["model"])
+                        == (task, length, model)
+                    ),
+                    np.nan,
+                )
+                for task in tasks
+            ]
+            axis.bar(
+                np.arange(len(tasks)) + (k - len(models) / 2 + 0.5) * width,
+                values,
+                width,
+                label=model,
+            )
+        for t, task in enumerate(tasks):
+            chance = [
+                r["chance_accuracy"]
+                for r in runs
+                if (r["task"], r["length"]) == (task, length)
+            ]
+            if chance:
+                axis.hlines(
+                    chance[0], t - 0.45, t + 0.45, colors="k", linestyles=":"
+                )
+        axis.set_xticks(range(len(tasks)))
+        axis.set_xticklabels(
+            [t.replace("_", "\n", 1) for t in tasks], fontsize=8
+        )
+        axis.set_ylim(0, 1.02)
+        axis.set_title(f"N = {length}")
+    axes[0][0].set_ylabel("test accuracy (dotted: majority class)")
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -469,8 +526,19 @@ def parse_args(argv):
         action="store_true",
         help="keep the runs already in --out and skip them",
     )
+    parser.add_argument(
+        "--png",
+        type=Path,
+        default=None,
+        help="accuracy plot of every run in --out (default: --out with "
+        "the suffix .png; 'none' for no plot)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
+    if args.png is None:
+        args.png = args.out.with_suffix(".png")
+    elif str(args.png) == "none":
+        args.png = None
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.lengths = [int(n) for n in args.lengths.split(",") if n]
     args.models = [m for m in args.models.split(",") if m]
@@ -548,6 +616,8 @@ def main(argv=None):
                 results["runs"].append(record)
                 write(results, args.out)
     print(markdown_table(results["runs"]))
+    if args.png is not None:
+        plot(results["runs"], args.png)
     return results
 
 

@@ -265,7 +265,8 @@ def plot(records, fits, path):
             )
         axis.set_xlabel("sequence length N")
         axis.set_ylabel(ylabel)
-        axis.legend(fontsize=8)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=8)
         axis.set_xscale("log", base=2)
     axes[0].set_title("FEN (sharing='all'): time")
     axes[1].set_title("FEN (sharing='all'): memory")
