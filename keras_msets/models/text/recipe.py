@@ -249,6 +249,7 @@ def cross_validate(
     seed=0,
     run_eagerly=False,
     verbose=0,
+    keep_model=False,
     **hyper,
 ):
     """Scores one classifier by stratified k-fold cross validation.
@@ -295,6 +296,10 @@ def cross_validate(
         run_eagerly: passed to `compile` (True avoids compiling, which is
             faster for tiny smoke runs).
         verbose: `fit` verbosity.
+        keep_model: if True, the result also holds the model trained on
+            the last fold of `folds` (`"model"`) and that fold's vocabulary
+            (`"vocabulary"`, words by id): a zoo preset whose held-out
+            accuracy is that fold's.
         **hyper: further `TextClassifier` arguments (`filters`,
             `hidden_units`, `dropout`, ...).
 
@@ -412,6 +417,9 @@ def cross_validate(
     )
     result["seconds"] = time.perf_counter() - start
     result["settings"] = dict(settings, n_folds=int(n_folds), hyper=dict(hyper))
+    if keep_model:
+        result["model"] = model
+        result["vocabulary"] = list(vocabulary)
     return result
 
 
