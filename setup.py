@@ -22,6 +22,7 @@ PACKAGES = [
     "keras_msets.models",
     "keras_msets.models.deepsets",
     "keras_msets.models.fen",
+    "keras_msets.models.mst",
     "keras_msets.models.text",
     "keras_msets.estimators",
     "keras_msets.ops",

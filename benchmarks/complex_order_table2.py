@@ -98,13 +98,7 @@ PAPER_MR = {
         "complex_order": 0.746,
     },
 }
-EMBEDDING_NAMES = {
-    "none": "none",
-    "pe": "PE",
-    "tpe": "TPE",
-    "complex_vanilla": "Complex-vanilla",
-    "complex_order": "Complex-order",
-}
+EMBEDDING_NAMES = recipe.EMBEDDING_NAMES
 ARCHITECTURE_NAMES = {
     "fasttext": "FastText",
     "cnn": "CNN",
@@ -300,8 +294,12 @@ def parse_args(argv):
     return args
 
 
-def _load_previous(path, settings):
-    """Saved pairs whose settings equal ours, except maybe the fold count."""
+def _load_previous(path, settings, key=None):
+    """Saved results whose settings equal ours, except maybe the fold count.
+
+    Returns a dict from `key(result)` (default: the (architecture,
+    embedding) pair) to the saved result.
+    """
     if not path.is_file():
         return {}
     saved = json.loads(path.read_text())
@@ -311,9 +309,12 @@ def _load_previous(path, settings):
     ours.pop("folds", None)
     if numbers != ours:
         return {}
-    return {
-        (r["architecture"], r["embedding"]): r for r in saved.get("results", [])
-    }
+    if key is None:
+
+        def key(r):
+            return (r["architecture"], r["embedding"])
+
+    return {key(r): r for r in saved.get("results", [])}
 
 
 def merge_folds(previous, new, wanted):

@@ -165,19 +165,6 @@ def _table2_rows(args, folds):
     return rows
 
 
-def _load_previous(path, settings):
-    if not path.is_file():
-        return {}
-    saved = json.loads(path.read_text())
-    numbers = dict(saved.get("settings", {}).get("numbers", {}))
-    ours = dict(settings)
-    numbers.pop("folds", None)
-    ours.pop("folds", None)
-    if numbers != ours:
-        return {}
-    return {r["row"]: r for r in saved.get("results", [])}
-
-
 def markdown_table(results, args):
     folds = min(args.folds, args.n_folds)
     lines = [
@@ -228,7 +215,11 @@ def main(argv=None):
         " ".join(sys.argv[1:] if argv is None else argv),
     ).strip()
     folds = list(range(args.folds))
-    previous = {} if args.restart else _load_previous(args.output, settings)
+    previous = {}
+    if not args.restart:
+        previous = table2._load_previous(
+            args.output, settings, key=lambda r: r["row"]
+        )
     from_table2 = {} if args.smoke else _table2_rows(args, folds)
     texts, labels = table2.load_dataset(args)
     hyper = table2.architecture_hyper("transformer", args)

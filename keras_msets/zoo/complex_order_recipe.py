@@ -30,13 +30,7 @@ VOCABULARY_FILE = "vocabulary.txt"
 N_FOLDS = 10
 PRESET_FOLD = 0
 BASELINES = ("pe", "tpe")
-EMBEDDING_NAMES = {
-    "none": "none",
-    "pe": "PE",
-    "tpe": "TPE",
-    "complex_vanilla": "Complex-vanilla",
-    "complex_order": "Complex-order",
-}
+EMBEDDING_NAMES = text_recipe.EMBEDDING_NAMES
 # The settings of benchmarks/complex_order_table2.py (its defaults).
 SETTINGS = {
     "epochs": 8,
@@ -303,3 +297,52 @@ benchmarks/RESULTS.md ("Complex-order embeddings on MR") for whether
 complex-order beats the other embeddings on our data: it does not
 everywhere.
 """
+
+
+def preset_functions(name, architecture, preset_dir):
+    """`encode`, `evaluate` and `train` of one preset's `recipe.py`."""
+    preset_dir = Path(preset_dir)
+
+    def encode_texts(texts, preset_dir=preset_dir):
+        """Token ids `[len(texts), 40]` of raw sentences, for the preset."""
+        return encode(texts, preset_dir)
+
+    def evaluate_model(model, verbose=1, preset_dir=preset_dir):
+        """Accuracy on the held-out fold 0 (400 sentences)."""
+        return evaluate(model, preset_dir, verbose=verbose)
+
+    def train_preset(output_dir=None, folds=None, verbose=1):
+        """Cross-validates and saves the preset (see `train`)."""
+        return train(
+            name,
+            architecture,
+            output_dir or preset_dir,
+            folds=folds,
+            verbose=verbose,
+        )
+
+    return encode_texts, evaluate_model, train_preset
+
+
+def main(name, architecture, preset_dir, argv=None):
+    """Command line of a preset's `recipe.py`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=f"Train `{name}`.")
+    parser.add_argument("--output-dir", default=None)
+    parser.add_argument(
+        "--folds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="fold indices to run (default: 1..9 then 0, the preset's fold)",
+    )
+    args = parser.parse_args(argv)
+    print(
+        train(
+            name,
+            architecture,
+            args.output_dir or preset_dir,
+            folds=args.folds,
+        )
+    )

@@ -36,6 +36,14 @@ from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
 from keras_msets.models.text.classifiers import ARCHITECTURES
 from keras_msets.models.text.classifiers import build_text_classifier
 
+# How the paper's tables name the embeddings.
+EMBEDDING_NAMES = {
+    "none": "none",
+    "pe": "PE",
+    "tpe": "TPE",
+    "complex_vanilla": "Complex-vanilla",
+    "complex_order": "Complex-order",
+}
 DEFAULTS = {
     "epochs": 20,
     "batch_size": 64,

@@ -1,0 +1,405 @@
+"""Time per training step of each complex layer and its real counterpart.
+
+Wang et al. (ICLR 2020) say that complex-order embeddings come "at a
+negligible (or non-existent) cost in efficiency" (Sec. 4, Fig. 2: seconds
+per epoch of whole classifiers in TensorFlow on a TITAN X GPU). This
+script measures the cost layer by layer: for each complex layer of
+`keras_msets.layers` and the real-valued Keras layer of the same width it
+times one training step (forward, backward, Adam update) of a tiny model
+`input -> layer -> mean over positions -> Dense(1)` with the MSE loss.
+
+Pairs (`--pairs`), real counterpart first:
+- `embedding`: `keras.layers.Embedding(V, d)` and
+  `keras_msets.layers.ComplexOrderEmbedding(V, d)` (amplitudes and
+  frequencies, one per word and dimension: twice the table).
+- `dense`: `keras.layers.Dense(d)` and `ComplexDense(d)`.
+- `conv1d`: `keras.layers.Conv1D(d, k)` and `ComplexConv1D(d, k)`.
+- `lstm`: `keras.layers.LSTM(d)` and `ComplexLSTM(d)` (its default
+  `gate_product="complex"`; `--lstm-gate-product split` times the variant
+  of our Table 2 classifiers).
+- `attention`: `keras.layers.MultiHeadAttention(h, d // h)` and
+  `ComplexMultiHeadAttention(h, d // h)` (self-attention).
+- `transformer`: `keras_hub.layers.TransformerEncoder(2 d, h)` and
+  `ComplexTransformerEncoder(2 d, h)` (post-LN, inner size `2 d`).
+
+"Same width" means the same number of units (filters, heads, key size):
+the real layer reads `d` real features and writes `d`; the complex layer
+reads `d` complex features (`2 d` reals, real parts then imaginary parts)
+and writes `d` complex units. Every complex weight `A + iB` has two real
+matrices, so each complex layer has exactly twice the parameters of its
+counterpart, and a complex matrix product `(A + iB)(x + iy)` costs four real
+products of the counterpart's size (`ComplexDense` computes it as one
+product with a `2 d x 2 d` matrix).
+
+Timing: both models of a pair are compiled (Adam, MSE, the backend's
+default `jit_compile="auto"`: XLA on jax, a `tf.function` graph without
+XLA on a CPU-only TensorFlow, eager on torch; `--jit-compile` overrides)
+and warmed up with `--warmup` `train_on_batch` calls. Then `--repeats`
+blocks of `--steps` calls each alternate between the two models (the first
+model of each block alternates too), and the median seconds per step over
+the blocks of each model are reported, with their ratio. Blocks that
+follow each other see the same machine load, so the ratio stays
+meaningful on a busy machine even when the absolute times are not; the
+median of the per-block ratios (`ratio_blockwise`) is stored too.
+
+    KERAS_BACKEND=jax python benchmarks/complex_layer_speed.py
+    KERAS_BACKEND=torch python benchmarks/complex_layer_speed.py \
+        --pairs dense lstm --steps 10
+    KERAS_BACKEND=tensorflow python benchmarks/complex_layer_speed.py --smoke
+
+Writes `benchmarks/results/complex_layer_speed_<backend>.json` (settings,
+the command, per pair parameter counts and times) and prints a markdown
+table for `benchmarks/RESULTS.md`.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_msets import layers as msets_layers
+
+HERE = Path(__file__).parent
+PAIRS = ("embedding", "dense", "conv1d", "lstm", "attention", "transformer")
+PAIR_NAMES = {
+    "embedding": ("Embedding", "ComplexOrderEmbedding"),
+    "dense": ("Dense", "ComplexDense"),
+    "conv1d": ("Conv1D", "ComplexConv1D"),
+    "lstm": ("LSTM", "ComplexLSTM"),
+    "attention": ("MultiHeadAttention", "ComplexMultiHeadAttention"),
+    "transformer": ("TransformerEncoder", "ComplexTransformerEncoder"),
+}
+MEMBERS = ("real", "complex")
+
+
+def make_layer(pair, member, args):
+    """The layer of one member (`"real"` or `"complex"`) of a pair."""
+    d, heads = args.width, args.num_heads
+    is_complex = member == "complex"
+    if pair == "embedding":
+        if is_complex:
+            return msets_layers.ComplexOrderEmbedding(args.vocab_size, d)
+        return keras.layers.Embedding(args.vocab_size, d)
+    if pair == "dense":
+        if is_complex:
+            return msets_layers.ComplexDense(d)
+        return keras.layers.Dense(d)
+    if pair == "conv1d":
+        if is_complex:
+            return msets_layers.ComplexConv1D(d, args.kernel_size)
+        return keras.layers.Conv1D(d, args.kernel_size)
+    if pair == "lstm":
+        if is_complex:
+            return msets_layers.ComplexLSTM(
+                d, gate_product=args.lstm_gate_product
+            )
+        return keras.layers.LSTM(d)
+    if pair == "attention":
+        if is_complex:
+            return msets_layers.ComplexMultiHeadAttention(
+                num_heads=heads, key_dim=d // heads
+            )
+        return keras.layers.MultiHeadAttention(
+            num_heads=heads, key_dim=d // heads
+        )
+    if pair == "transformer":
+        if is_complex:
+            return msets_layers.ComplexTransformerEncoder(
+                intermediate_dim=2 * d, num_heads=heads
+            )
+        import keras_hub
+
+        return keras_hub.layers.TransformerEncoder(
+            intermediate_dim=2 * d, num_heads=heads
+        )
+    raise ValueError(f"Unknown pair {pair!r}; expected one of {PAIRS}")
+
+
+def make_model(pair, member, args):
+    """`input -> layer -> mean over positions -> Dense(1)`, compiled."""
+    layer = make_layer(pair, member, args)
+    if pair == "embedding":
+        inputs = keras.Input((args.length,), dtype="int32")
+    else:
+        features = args.width * (2 if member == "complex" else 1)
+        inputs = keras.Input((args.length, features))
+    if pair == "attention":
+        x = layer(inputs, inputs)
+    else:
+        x = layer(inputs)
+    if len(x.shape) == 3:
+        x = keras.layers.GlobalAveragePooling1D()(x)
+    outputs = keras.layers.Dense(1)(x)
+    model = keras.Model(inputs, outputs, name=f"{pair}_{member}")
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss="mse",
+        jit_compile=args.jit_compile,
+        run_eagerly=args.run_eagerly,
+    )
+    return model, layer
+
+
+def make_batch(pair, member, args, rng):
+    """One fixed batch `(x, y)` as backend tensors."""
+    if pair == "embedding":
+        x = rng.integers(1, args.vocab_size, (args.batch_size, args.length))
+        x = x.astype("int32")
+    else:
+        features = args.width * (2 if member == "complex" else 1)
+        x = rng.normal(size=(args.batch_size, args.length, features))
+        x = x.astype("float32")
+    y = rng.normal(size=(args.batch_size, 1)).astype("float32")
+    return keras.ops.convert_to_tensor(x), keras.ops.convert_to_tensor(y)
+
+
+def seconds_per_step(model, x, y, steps):
+    """Mean wall time of `steps` calls of `train_on_batch`.
+
+    `train_on_batch` returns the loss as a Python float, so every call
+    waits for its step to finish (jax dispatches asynchronously otherwise).
+    """
+    start = time.perf_counter()
+    for _ in range(steps):
+        loss = model.train_on_batch(x, y)
+    elapsed = time.perf_counter() - start
+    if not np.isfinite(loss):
+        raise FloatingPointError(f"{model.name}: loss {loss}")
+    return elapsed / steps
+
+
+def time_pair(pair, args, rng):
+    """Builds, warms up and times the two members of one pair."""
+    members = {}
+    for member in MEMBERS:
+        model, layer = make_model(pair, member, args)
+        x, y = make_batch(pair, member, args, rng)
+        start = time.perf_counter()
+        for _ in range(args.warmup):
+            model.train_on_batch(x, y)
+        members[member] = {
+            "model": model,
+            "layer": layer,
+            "x": x,
+            "y": y,
+            "warmup_seconds": time.perf_counter() - start,
+            "blocks": [],
+        }
+    for repeat in range(args.repeats):
+        order = MEMBERS if repeat % 2 == 0 else MEMBERS[::-1]
+        for member in order:
+            m = members[member]
+            m["blocks"].append(
+                seconds_per_step(m["model"], m["x"], m["y"], args.steps)
+            )
+    real, complex_ = members["real"], members["complex"]
+    ms_real = 1000 * statistics.median(real["blocks"])
+    ms_complex = 1000 * statistics.median(complex_["blocks"])
+    blockwise = [
+        c / r for c, r in zip(complex_["blocks"], real["blocks"], strict=True)
+    ]
+    result = {
+        "pair": pair,
+        "real_layer": PAIR_NAMES[pair][0],
+        "complex_layer": PAIR_NAMES[pair][1],
+        "params_real": int(real["layer"].count_params()),
+        "params_complex": int(complex_["layer"].count_params()),
+        "model_params_real": int(real["model"].count_params()),
+        "model_params_complex": int(complex_["model"].count_params()),
+        "ms_real": ms_real,
+        "ms_complex": ms_complex,
+        "ratio": ms_complex / ms_real,
+        "ratio_blockwise": statistics.median(blockwise),
+        "ms_real_blocks": [1000 * s for s in real["blocks"]],
+        "ms_complex_blocks": [1000 * s for s in complex_["blocks"]],
+        "warmup_seconds_real": real["warmup_seconds"],
+        "warmup_seconds_complex": complex_["warmup_seconds"],
+        "jit_compile": bool(real["model"].jit_compile),
+    }
+    return result
+
+
+def markdown_table(results):
+    lines = [
+        "| layer pair (real / complex) | parameters real | parameters "
+        "complex | ms/step real | ms/step complex | ratio complex/real |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['real_layer']} / {r['complex_layer']} | "
+            f"{r['params_real']:,} | {r['params_complex']:,} | "
+            f"{r['ms_real']:.2f} | {r['ms_complex']:.2f} | "
+            f"{r['ratio']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def _jit_compile(value):
+    choices = {"auto": "auto", "true": True, "false": False}
+    if value.lower() not in choices:
+        raise argparse.ArgumentTypeError(
+            f"expected one of {tuple(choices)}, got {value!r}"
+        )
+    return choices[value.lower()]
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", nargs="+", choices=PAIRS, default=None)
+    parser.add_argument(
+        "--steps", type=int, default=20, help="training steps per block"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=7,
+        help="timed blocks per model, alternating between the two models",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=3,
+        help="untimed train_on_batch calls per model (compilation)",
+    )
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--length", type=int, default=40)
+    parser.add_argument(
+        "--width",
+        type=int,
+        default=64,
+        help="units d: real features of the real layers, complex features "
+        "of the complex ones",
+    )
+    parser.add_argument("--vocab-size", type=int, default=10000)
+    parser.add_argument("--num-heads", type=int, default=4)
+    parser.add_argument("--kernel-size", type=int, default=3)
+    parser.add_argument(
+        "--lstm-gate-product", choices=("complex", "split"), default="complex"
+    )
+    parser.add_argument(
+        "--jit-compile",
+        type=_jit_compile,
+        default="auto",
+        help="auto (default: the backend's choice), true or false",
+    )
+    parser.add_argument(
+        "--run-eagerly",
+        action="store_true",
+        help="run the steps eagerly (no graph, no jit)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes, few steps, eager steps except on jax (seconds)",
+    )
+    args = parser.parse_args(argv)
+    args.pairs = args.pairs or list(PAIRS)
+    if args.smoke:
+        args.steps, args.repeats, args.warmup = 2, 2, 1
+        args.batch_size, args.length, args.width = 4, 6, 4
+        args.vocab_size, args.num_heads, args.kernel_size = 50, 2, 3
+        # Eager steps are cheaper than tracing a graph for so few steps,
+        # except on jax, which compiles every eager op.
+        args.run_eagerly = keras.backend.backend() != "jax"
+    for name in ("steps", "repeats", "batch_size", "length", "width"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.warmup < 1:
+        parser.error("--warmup must be positive (the first step compiles)")
+    if args.width % args.num_heads:
+        parser.error("--width must be divisible by --num-heads")
+    if args.output is None:
+        smoke = "smoke_" if args.smoke else ""
+        name = f"complex_layer_speed_{smoke}{keras.backend.backend()}.json"
+        args.output = HERE / "results" / name
+    return args
+
+
+def settings_of(args):
+    return {
+        "backend": keras.backend.backend(),
+        "keras_version": keras.__version__,
+        "pairs": list(args.pairs),
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "warmup": args.warmup,
+        "batch_size": args.batch_size,
+        "length": args.length,
+        "width": args.width,
+        "vocab_size": args.vocab_size,
+        "num_heads": args.num_heads,
+        "key_dim": args.width // args.num_heads,
+        "intermediate_dim": 2 * args.width,
+        "kernel_size": args.kernel_size,
+        "lstm_gate_product": args.lstm_gate_product,
+        "jit_compile": args.jit_compile,
+        "run_eagerly": args.run_eagerly,
+        "optimizer": "adam(1e-3)",
+        "loss": "mse",
+        "seed": args.seed,
+        "smoke": args.smoke,
+    }
+
+
+def machine_of():
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+    }
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    backend = keras.backend.backend()
+    command = "KERAS_BACKEND={} python benchmarks/complex_layer_speed.py {}"
+    command = command.format(
+        backend, " ".join(sys.argv[1:] if argv is None else argv)
+    ).strip()
+    keras.utils.set_random_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    load_start = list(os.getloadavg())
+    start = time.perf_counter()
+    results = []
+    for pair in args.pairs:
+        result = time_pair(pair, args, rng)
+        results.append(result)
+        print(
+            f"{pair}: real {result['ms_real']:.2f} ms, complex "
+            f"{result['ms_complex']:.2f} ms, ratio {result['ratio']:.2f} "
+            f"(parameters {result['params_real']:,} / "
+            f"{result['params_complex']:,})",
+            flush=True,
+        )
+    payload = {
+        "backend": backend,
+        "command": command,
+        "settings": settings_of(args),
+        "machine": machine_of(),
+        "load_average_start": load_start,
+        "load_average_end": list(os.getloadavg()),
+        "pairs": results,
+        "seconds": time.perf_counter() - start,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(payload, indent=2) + "\n")
+    print()
+    print(f"backend {backend}: {command}")
+    print()
+    print(markdown_table(results))
+    return payload
+
+
+if __name__ == "__main__":
+    main()
