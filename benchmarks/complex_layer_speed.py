@@ -40,12 +40,21 @@ model of each block alternates too), and the median seconds per step over
 the blocks of each model are reported, with their ratio. Blocks that
 follow each other see the same machine load, so the ratio stays
 meaningful on a busy machine even when the absolute times are not; the
-median of the per-block ratios (`ratio_blockwise`) is stored too.
+median of the per-block ratios (`ratio_blockwise`) and their quartiles
+are stored too. On our busy 2-core machine (load 8-10) the ratio of a pair
+still moved by about 20-30% from one run to the next.
 
     KERAS_BACKEND=jax python benchmarks/complex_layer_speed.py
-    KERAS_BACKEND=torch python benchmarks/complex_layer_speed.py \
-        --pairs dense lstm --steps 10
+    OMP_NUM_THREADS=1 KERAS_BACKEND=torch \
+        python benchmarks/complex_layer_speed.py --pairs dense lstm
     KERAS_BACKEND=tensorflow python benchmarks/complex_layer_speed.py --smoke
+
+On a machine busy with other jobs PyTorch's OpenMP threads wait for each
+other: on our 2 shared cores (load about 10) a `Dense` step took 140 ms
+with torch's default 2 threads and 6 ms with `OMP_NUM_THREADS=1`, so run
+the torch backend with `OMP_NUM_THREADS=1` there. `OMP_NUM_THREADS`,
+`MKL_NUM_THREADS` and `XLA_FLAGS`, when set, are written into the stored
+command.
 
 Writes `benchmarks/results/complex_layer_speed_<backend>.json` (settings,
 the command, per pair parameter counts and times) and prints a markdown
@@ -77,6 +86,7 @@ PAIR_NAMES = {
     "transformer": ("TransformerEncoder", "ComplexTransformerEncoder"),
 }
 MEMBERS = ("real", "complex")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
 
 
 def make_layer(pair, member, args):
@@ -217,6 +227,9 @@ def time_pair(pair, args, rng):
         "ms_complex": ms_complex,
         "ratio": ms_complex / ms_real,
         "ratio_blockwise": statistics.median(blockwise),
+        "ratio_blockwise_quartiles": [
+            float(q) for q in np.percentile(blockwise, [25, 75])
+        ],
         "ms_real_blocks": [1000 * s for s in real["blocks"]],
         "ms_complex_blocks": [1000 * s for s in complex_["blocks"]],
         "warmup_seconds_real": real["warmup_seconds"],
@@ -255,12 +268,12 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", nargs="+", choices=PAIRS, default=None)
     parser.add_argument(
-        "--steps", type=int, default=20, help="training steps per block"
+        "--steps", type=int, default=10, help="training steps per block"
     )
     parser.add_argument(
         "--repeats",
         type=int,
-        default=7,
+        default=15,
         help="timed blocks per model, alternating between the two models",
     )
     parser.add_argument(
@@ -360,12 +373,27 @@ def machine_of():
     }
 
 
+def threads_of():
+    """Thread settings that change the times (recorded in the JSON)."""
+    threads = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    if keras.backend.backend() == "torch":
+        import torch
+
+        threads["torch_num_threads"] = torch.get_num_threads()
+    return threads
+
+
 def main(argv=None):
     args = parse_args(argv)
     backend = keras.backend.backend()
-    command = "KERAS_BACKEND={} python benchmarks/complex_layer_speed.py {}"
+    environment = "".join(
+        f"{name}={os.environ[name]} "
+        for name in THREAD_VARIABLES
+        if name in os.environ
+    )
+    command = "{}KERAS_BACKEND={} python benchmarks/complex_layer_speed.py {}"
     command = command.format(
-        backend, " ".join(sys.argv[1:] if argv is None else argv)
+        environment, backend, " ".join(sys.argv[1:] if argv is None else argv)
     ).strip()
     keras.utils.set_random_seed(args.seed)
     rng = np.random.default_rng(args.seed)
@@ -387,6 +415,7 @@ def main(argv=None):
         "command": command,
         "settings": settings_of(args),
         "machine": machine_of(),
+        "threads": threads_of(),
         "load_average_start": load_start,
         "load_average_end": list(os.getloadavg()),
         "pairs": results,

@@ -64,3 +64,26 @@ def test_fen_mr_polarity_on_the_held_out_fold():
     metrics = recipe.evaluate(zoo.load("fen_mr_polarity"), verbose=0)
     assert abs(metrics["test_accuracy"] - card) <= 0.01, (metrics, card)
     assert metrics["test_accuracy"] > 0.55  # above chance (0.5)
+
+
+@pytest.mark.parametrize(
+    "name", ["complex_order_transformer_mr", "complex_order_cnn_mr"]
+)
+def test_complex_order_presets_on_their_held_out_fold(name):
+    recipe = zoo.load_recipe(name)
+    metrics = zoo.info(name)["metrics"]
+    measured = recipe.evaluate(zoo.load(name), verbose=0)
+    # The shipped model is fold 0's of the card's cross validation: the
+    # accuracy re-measured from raw sentences is that fold's.
+    cv = metrics["cross_validation"]["complex_order"]
+    fold_0 = cv["fold_accuracies"][cv["folds"].index(0)]
+    assert abs(measured["test_accuracy"] - metrics["test_accuracy"]) <= 0.01
+    assert abs(measured["test_accuracy"] - fold_0) <= 0.01
+    assert measured["test_accuracy"] > 0.6  # chance is 0.5
+    assert len(cv["folds"]) == 10
+    for baseline in ("pe", "tpe"):
+        assert metrics["cross_validation"][baseline]["folds"] == cv["folds"]
+    # Raw strings go through the shipped vocabulary.
+    ids = recipe.encode(["a gorgeous , witty , seductive movie .", ""])
+    assert ids.shape == (2, 40) and ids.dtype == "int32"
+    assert ids[0, 0] > 1 and (ids[1] == 0).all()

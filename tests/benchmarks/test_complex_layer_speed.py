@@ -1,0 +1,91 @@
+"""The complex layer speed benchmark runs end to end in smoke mode."""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import keras
+
+SCRIPT = (
+    Path(__file__).resolve().parents[2]
+    / "benchmarks"
+    / "complex_layer_speed.py"
+)
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("complex_layer_speed", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _real_params(pair, d, vocab, kernel, inner):
+    """Parameters of the real layer of width `d` on `d` real features."""
+    attention = 3 * (d * d + d) + (d * d + d)  # q, k, v, output (h * k = d)
+    return {
+        "embedding": vocab * d,
+        "dense": d * d + d,
+        "conv1d": kernel * d * d + d,
+        "lstm": 4 * d * (d + d + 1),  # 4 gates: input, recurrent, bias
+        "attention": attention,
+        # Attention, two layer norms (gain and bias), two dense layers.
+        "transformer": attention
+        + 2 * 2 * d
+        + (d * inner + inner)
+        + (inner * d + d),
+    }[pair]
+
+
+def test_complex_layer_speed_smoke(tmp_path, capsys):
+    script = _load_script()
+    output = tmp_path / "speed.json"
+    payload = script.main(["--smoke", "--output", str(output)])
+    saved = json.loads(output.read_text())
+    assert saved["backend"] == keras.backend.backend() == payload["backend"]
+    assert (
+        f"KERAS_BACKEND={keras.backend.backend()} python "
+        "benchmarks/complex_layer_speed.py --smoke"
+    ) in saved["command"]
+    settings = saved["settings"]
+    assert settings["smoke"] is True
+    d, vocab = settings["width"], settings["vocab_size"]
+    kernel, inner = settings["kernel_size"], settings["intermediate_dim"]
+    assert (d, vocab, kernel, inner) == (4, 50, 3, 8)
+    assert [r["pair"] for r in saved["pairs"]] == list(script.PAIRS)
+    for r in saved["pairs"]:
+        pair = r["pair"]
+        for member in ("real", "complex"):
+            blocks = r[f"ms_{member}_blocks"]
+            assert len(blocks) == settings["repeats"] == 2
+            assert all(math.isfinite(t) and t > 0 for t in blocks), pair
+            assert math.isfinite(r[f"ms_{member}"]) and r[f"ms_{member}"] > 0
+            assert r[f"warmup_seconds_{member}"] > 0
+        assert math.isclose(r["ratio"], r["ms_complex"] / r["ms_real"])
+        low, high = r["ratio_blockwise_quartiles"]
+        assert 0 < low <= r["ratio_blockwise"] <= high < math.inf
+        # Every complex weight A + iB is two real tensors of the real
+        # layer's shape: exactly twice the parameters at the same width.
+        real = _real_params(pair, d, vocab, kernel, inner)
+        assert r["params_real"] == real, pair
+        assert r["params_complex"] == 2 * real, pair
+        # The head Dense(1) reads d features, or 2 d for the complex layer.
+        assert r["model_params_real"] == real + d + 1, pair
+        assert r["model_params_complex"] == 2 * real + 2 * d + 1, pair
+    table = capsys.readouterr().out
+    assert "| Dense / ComplexDense | 20 | 40 |" in table
+    assert "| TransformerEncoder / ComplexTransformerEncoder |" in table
+
+
+def test_defaults_are_the_table2_sizes():
+    script = _load_script()
+    args = script.parse_args([])
+    assert (args.batch_size, args.length, args.width) == (64, 40, 64)
+    assert (args.vocab_size, args.num_heads) == (10000, 4)
+    assert args.jit_compile == "auto" and not args.run_eagerly
+    assert args.pairs == list(script.PAIRS)
+    backend = keras.backend.backend()
+    assert args.output.name == f"complex_layer_speed_{backend}.json"
+    args = script.parse_args(["--pairs", "lstm", "--jit-compile", "false"])
+    assert args.pairs == ["lstm"] and args.jit_compile is False
