@@ -181,6 +181,63 @@ def best_variant_check(results, architectures):
     return verdict
 
 
+def paired_comparisons(results, architectures):
+    """Complex-order against every other embedding, fold by fold.
+
+    For each architecture and other embedding run on the same folds: the
+    number of folds complex-order wins (ties count half), the mean
+    difference of accuracy and the two-sided Wilcoxon signed-rank p value
+    (`scipy.stats.wilcoxon`, the paper's significance test; None when all
+    differences are 0).
+    """
+    from scipy import stats
+
+    comparisons = {}
+    for architecture in architectures:
+        ours = results.get((architecture, "complex_order"))
+        if ours is None:
+            continue
+        by_fold = dict(zip(ours["folds"], ours["fold_accuracies"], strict=True))
+        comparisons[architecture] = {}
+        for (a, embedding), other in results.items():
+            if a != architecture or embedding == "complex_order":
+                continue
+            theirs = dict(
+                zip(other["folds"], other["fold_accuracies"], strict=True)
+            )
+            folds = sorted(set(by_fold) & set(theirs))
+            if not folds:
+                continue
+            diff = np.asarray([by_fold[f] - theirs[f] for f in folds])
+            p = None
+            if np.any(diff != 0):
+                p = float(stats.wilcoxon(diff).pvalue)
+            comparisons[architecture][embedding] = {
+                "folds": len(folds),
+                "wins": float(np.sum(diff > 0) + 0.5 * np.sum(diff == 0)),
+                "mean_difference": float(diff.mean()),
+                "wilcoxon_p": p,
+            }
+    return comparisons
+
+
+def comparison_table(comparisons):
+    lines = [
+        "| network | complex-order against | folds won | mean difference "
+        "| Wilcoxon p (two-sided) |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for architecture, rows in comparisons.items():
+        for embedding, c in rows.items():
+            p = "n/a" if c["wilcoxon_p"] is None else f"{c['wilcoxon_p']:.3f}"
+            lines.append(
+                f"| {ARCHITECTURE_NAMES[architecture]} | "
+                f"{EMBEDDING_NAMES[embedding]} | {c['wins']:g} of "
+                f"{c['folds']} | {c['mean_difference']:+.3f} | {p} |"
+            )
+    return "\n".join(lines)
+
+
 def markdown_table(results, args):
     paper = PAPER_MR if args.dataset == "mr" else {}
     folds = len(range(args.n_folds)[: args.folds])
@@ -358,6 +415,9 @@ def _write(path, settings, command, results, total_seconds, verdict):
         "paper_mr": PAPER_MR,
         "results": list(results.values()),
         "complex_order_best": verdict,
+        "paired_comparisons": paired_comparisons(
+            results, sorted({a for a, _ in results})
+        ),
         "seconds": total_seconds,
     }
     temporary = path.with_suffix(".tmp")
@@ -469,6 +529,8 @@ def main(argv=None):
     )
     print()
     print(markdown_table(results, args))
+    print()
+    print(comparison_table(paired_comparisons(results, args.architectures)))
     print()
     for architecture, v in verdict.items():
         print(

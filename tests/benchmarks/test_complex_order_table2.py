@@ -119,3 +119,30 @@ def test_merge_folds_extends_a_saved_run():
     # Fewer folds than saved: the first ones are kept.
     subset = script.merge_folds(saved, None, [0, 1])
     assert subset["fold_accuracies"] == [0.7, 0.8]
+
+
+def test_paired_comparisons():
+    script = _load_script()
+
+    def result(folds, accuracies):
+        return {"folds": folds, "fold_accuracies": accuracies}
+
+    results = {
+        ("cnn", "complex_order"): result([0, 1, 2, 3], [0.8, 0.7, 0.9, 0.6]),
+        # Complex-order wins 3 folds and ties one against "none".
+        ("cnn", "none"): result([0, 1, 2, 3], [0.7, 0.6, 0.9, 0.5]),
+        # Only folds 1 and 3 are shared with "pe": both lost.
+        ("cnn", "pe"): result([1, 3, 5], [0.9, 0.7, 0.1]),
+        ("lstm", "none"): result([0], [0.5]),
+    }
+    comparisons = script.paired_comparisons(results, ["cnn", "lstm"])
+    assert set(comparisons) == {"cnn"}  # no complex-order LSTM run
+    none = comparisons["cnn"]["none"]
+    assert none["folds"] == 4 and none["wins"] == 3.5
+    assert abs(none["mean_difference"] - 0.075) < 1e-12
+    assert 0.0 < none["wilcoxon_p"] <= 1.0
+    pe = comparisons["cnn"]["pe"]
+    assert pe["folds"] == 2 and pe["wins"] == 0.0
+    assert abs(pe["mean_difference"] + 0.15) < 1e-12
+    table = script.comparison_table(comparisons)
+    assert "| CNN | none | 3.5 of 4 | +0.075 |" in table
