@@ -6,6 +6,12 @@ from keras_msets.models.deepsets.recurrent_baseline import RecurrentBaseline
 from keras_msets.models.fen.fusion_encoder_network import FusionEncoderNetwork
 from keras_msets.models.fen.segments import FusionSegments
 from keras_msets.models.fen.segments import padded_length
+from keras_msets.models.mst.baselines import SingleSetBaseline
+from keras_msets.models.mst.baselines import UnionTransformer
+from keras_msets.models.mst.multiset_transformer import MULTISET_MODEL_NAMES
+from keras_msets.models.mst.multiset_transformer import MultiSetRelationNetwork
+from keras_msets.models.mst.multiset_transformer import MultiSetTransformer
+from keras_msets.models.mst.multiset_transformer import build_multiset_model
 from keras_msets.models.text.classifiers import TextClassifier
 from keras_msets.models.text.classifiers import build_text_classifier
 
@@ -14,8 +20,14 @@ __all__ = [
     "DeepSets",
     "FusionEncoderNetwork",
     "FusionSegments",
+    "MULTISET_MODEL_NAMES",
+    "MultiSetRelationNetwork",
+    "MultiSetTransformer",
     "RecurrentBaseline",
+    "SingleSetBaseline",
     "TextClassifier",
+    "UnionTransformer",
+    "build_multiset_model",
     "build_text_classifier",
     "padded_length",
 ]

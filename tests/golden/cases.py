@@ -401,3 +401,36 @@ def dimension_equivariant_multiset_attention_block():
         )
 
     return build, sets, {"masks": masks}
+
+
+@golden_case("multiset_transformer")
+def multiset_transformer():
+    from keras_msets.models.mst.multiset_transformer import MultiSetTransformer
+
+    sets, masks = _multiset_inputs(30, (6, 4), 3)
+
+    def build():
+        return MultiSetTransformer(
+            latent_dim=8, num_blocks=2, num_heads=2, name="mst"
+        )
+
+    return build, {"sets": sets, "masks": masks}
+
+
+@golden_case("multiset_transformer_equivariant")
+def multiset_transformer_equivariant():
+    from keras_msets.models.mst.multiset_transformer import MultiSetTransformer
+
+    # [batch, n, d] with d = 3 input dimensions.
+    sets, masks = _multiset_inputs(31, (5, 4), 3)
+
+    def build():
+        return MultiSetTransformer(
+            latent_dim=8,
+            num_blocks=2,
+            num_heads=2,
+            dimension_equivariant=True,
+            name="mst_equivariant",
+        )
+
+    return build, {"sets": sets, "masks": masks}
