@@ -1,0 +1,521 @@
+"""Learned estimators: pretrained Multi-Set Transformers as plain functions.
+
+Selby et al. (2022, Sec. 5.1 and 5.2.3) train multi-set models to read two
+sets of samples and output the KL divergence between the distributions
+behind them, the mutual information of paired samples, or whether both
+sets come from one distribution. This module wraps the zoo presets that
+do this (`mst_kl_divergence`, `mst_mutual_information`, `mst_two_sample`)
+as functions of numpy arrays:
+
+```python
+kl = keras_msets.estimators.kl_divergence(x, y)  # x [n, d], y [m, d]
+mi = keras_msets.estimators.mutual_information(x, y)  # paired rows
+p = keras_msets.estimators.same_distribution_probability(x, y)
+```
+
+Inputs are one pair of sets (`[n, d]` and `[m, d]`: a float comes back)
+or a batch of pairs (arrays `[batch, n, d]`, or lists of `[n_i, d]`
+arrays of different sizes: a float64 array `[batch]` comes back). Pairs
+are padded, masked and run through the model in batches of
+`batch_size`; the answer for a pair never depends on the other pairs of
+the batch. Every set needs at least `d + 1` points.
+
+Preprocessing (the same functions prepare the training data in
+`keras_msets.zoo.mst_recipe`, so the presets see what they were trained
+on):
+
+- KL divergence and two-sample: `whiten_pairs`, the joint whitening of
+  eq. 15 followed by a rotation to the principal axes of the first set.
+  The rotation is ours (the paper stops at eq. 15): eq. 15 alone leaves
+  the whitened data defined only up to an orthogonal matrix that depends
+  on the data's original coordinates, and a Multi-Set Transformer is not
+  rotation invariant. With it the estimate is exactly invariant (up to
+  float rounding) under any invertible affine map applied to both sets,
+  as the KL divergence and the same/different question are.
+- Mutual information: `standardize_pairs`, every coordinate of each set
+  shifted and scaled to mean 0 and variance 1 on its own (the training
+  data of Sec. 5.1.2 have standard normal marginals). The estimate is
+  then invariant under a separate shift and positive scaling of every
+  coordinate of `x` and of `y`.
+
+KL divergence and mutual information are returned as the model's
+regression output clipped at 0 (both quantities are non-negative), in
+nats.
+"""
+
+import dataclasses
+import functools
+import warnings
+
+import keras
+import numpy as np
+
+from keras_msets.data.mixtures import whiten_sets
+
+# Each set needs this many points more than its dimension: `d + 1` points
+# make a set's covariance non-singular, which whitening (of the union)
+# and the rotation to the first set's principal axes need.
+MIN_EXTRA_POINTS = 1
+# Pairs are padded to a multiple of this many elements (fewer distinct
+# shapes, so fewer compilations of the predict function).
+_PAD_MULTIPLE = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimatorSpec:
+    """What a pretrained estimator expects.
+
+    Attributes:
+        preset: the zoo preset loaded when no model is given.
+        dims: `(low, high)`, the dimensions `d` the preset was trained on
+            (both ends included); other `d` are refused.
+        set_size: `(low, high)`, the set sizes it was trained on; sets
+            outside give a warning, not an error.
+        preprocessing: `"whiten"` (`whiten_pairs`) or `"standardize"`
+            (`standardize_pairs`).
+        paired: whether row `i` of `x` and row `i` of `y` are one joint
+            sample (then both sets must have the same number of rows).
+    """
+
+    preset: str
+    dims: tuple
+    set_size: tuple
+    preprocessing: str
+    paired: bool
+
+
+SPECS = {
+    "kl_divergence": EstimatorSpec(
+        preset="mst_kl_divergence",
+        dims=(2, 16),
+        set_size=(100, 150),
+        preprocessing="whiten",
+        paired=False,
+    ),
+    "mutual_information": EstimatorSpec(
+        preset="mst_mutual_information",
+        dims=(2, 20),
+        set_size=(100, 150),
+        preprocessing="standardize",
+        paired=True,
+    ),
+    "same_distribution_probability": EstimatorSpec(
+        preset="mst_two_sample",
+        dims=(8, 8),
+        set_size=(10, 30),
+        preprocessing="whiten",
+        paired=False,
+    ),
+}
+
+
+def _masks_for(x, y, x_mask, y_mask):
+    x_mask = (
+        np.ones(x.shape[:2], bool) if x_mask is None else np.asarray(x_mask)
+    )
+    y_mask = (
+        np.ones(y.shape[:2], bool) if y_mask is None else np.asarray(y_mask)
+    )
+    return x_mask.astype(bool), y_mask.astype(bool)
+
+
+def whiten_pairs(x, y, x_mask=None, y_mask=None):
+    """Jointly whitens pairs of sets, then rotates them to canonical axes.
+
+    First eq. 15 of Selby et al. (`whiten_sets`): `[X'; Y'] =
+    Sigma^(-1/2) ([X; Y] - mu)` with the mean and covariance of the union
+    of both sets. Then both sets are rotated by `V^T`, the eigenvectors of
+    the covariance of `X'` alone (largest eigenvalue first), each
+    eigenvector's sign chosen so that the mean of `X'` along it is
+    positive. The union still has mean 0 and identity covariance.
+
+    Why the rotation: if both sets go through one invertible affine map
+    `z -> A z + b`, eq. 15 gives `R [X'; Y']` for an orthogonal `R` that
+    depends on `A`; the rotation maps `R X'` and `X'` to the same
+    coordinates (its eigenvectors turn with `R`), so the output, and the
+    estimate of a model reading it, do not depend on `A` or `b` at all.
+    (Ties between eigenvalues or a zero mean along an eigenvector would
+    leave a choice open; they have probability zero for continuous data.)
+
+    Args:
+        x: float `[batch, n_max, d]`, padded sets.
+        y: float `[batch, m_max, d]`.
+        x_mask: boolean `[batch, n_max]` (True = real point); None: all.
+        y_mask: boolean `[batch, m_max]`; None: all.
+
+    Returns:
+        `(x_white, y_white)`, float64 of the input shapes; padded rows
+        are zeros.
+    """
+    x_mask, y_mask = _masks_for(x, y, x_mask, y_mask)
+    x_white, y_white, _, _ = whiten_sets(x, y, x_mask, y_mask)
+    weights = x_mask[..., None].astype(np.float64)
+    count = weights.sum(axis=1)  # [batch, 1]
+    mean = (x_white * weights).sum(axis=1) / count
+    centred = (x_white - mean[:, None, :]) * weights
+    cov = np.einsum("bni,bnj->bij", centred, centred) / np.maximum(
+        count[..., None] - 1.0, 1.0
+    )
+    _, vectors = np.linalg.eigh(cov)
+    vectors = vectors[:, :, ::-1]  # largest eigenvalue first
+    signs = np.where(np.einsum("bi,bij->bj", mean, vectors) < 0, -1.0, 1.0)
+    vectors = vectors * signs[:, None, :]
+    rotate = functools.partial(np.einsum, "bni,bij->bnj")
+    return rotate(x_white, vectors), rotate(y_white, vectors)
+
+
+def standardize_pairs(x, y, x_mask=None, y_mask=None):
+    """Standardizes every coordinate of every set on its own.
+
+    Each coordinate of each set is mapped to mean 0 and variance 1
+    (divisor `n - 1`) over the set's real points; padded rows come out as
+    zeros. A coordinate that is constant within a set raises a
+    `ValueError`.
+
+    Args:
+        x: float `[batch, n_max, d_x]`.
+        y: float `[batch, m_max, d_y]`.
+        x_mask: boolean `[batch, n_max]`; None: all points are real.
+        y_mask: boolean `[batch, m_max]`; None: all points are real.
+
+    Returns:
+        `(x_standard, y_standard)`, float64 of the input shapes.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    x_mask, y_mask = _masks_for(x, y, x_mask, y_mask)
+    out = []
+    for name, values, mask in (("x", x, x_mask), ("y", y, y_mask)):
+        weights = mask[..., None].astype(np.float64)
+        count = weights.sum(axis=1, keepdims=True)
+        mean = (values * weights).sum(axis=1, keepdims=True) / count
+        centred = (values - mean) * weights
+        var = (centred**2).sum(axis=1, keepdims=True) / np.maximum(
+            count - 1.0, 1.0
+        )
+        if np.any(var <= 0):
+            b = int(np.argwhere(var <= 0)[0][0])
+            raise ValueError(
+                f"A coordinate of `{name}` is constant in pair {b}; it "
+                "cannot be standardized."
+            )
+        out.append(centred / np.sqrt(var))
+    return out[0], out[1]
+
+
+def preprocess(spec, x, y, x_mask=None, y_mask=None):
+    """Applies `spec.preprocessing` to padded pairs; float32 out."""
+    if spec.preprocessing == "whiten":
+        x, y = whiten_pairs(x, y, x_mask, y_mask)
+    else:
+        x, y = standardize_pairs(x, y, x_mask, y_mask)
+    return x.astype(np.float32), y.astype(np.float32)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_preset(name, root):
+    from keras_msets import zoo
+
+    del root  # part of the cache key only
+    return zoo.load(name)
+
+
+def load_estimator(name):
+    """The model of zoo preset `name`, loaded once and cached.
+
+    The cache is keyed by the preset name and the presets folder
+    (`keras_msets.zoo.presets_root()`), so pointing
+    `$KERAS_MSETS_ZOO_DIR` elsewhere loads the other folder's model.
+    """
+    from keras_msets.zoo import registry
+
+    return _load_preset(name, str(registry.presets_root()))
+
+
+def _as_sets(value, name):
+    """A list of float64 `[n_i, d_i]` arrays and whether it was one set."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = None
+    if array is not None and array.ndim == 2:
+        sets, single = [array], True
+    elif array is not None and array.ndim == 3:
+        sets, single = list(array), False
+    elif array is None and isinstance(value, (list, tuple)) and value:
+        sets, single = [], False
+        for i, item in enumerate(value):
+            try:
+                item = np.asarray(item, dtype=np.float64)
+            except (TypeError, ValueError):
+                item = None
+            if item is None or item.ndim != 2:
+                raise ValueError(
+                    f"`{name}` is a list of sets: each must be a 2-D array "
+                    f"[num_points, d]. Received: {name}[{i}] of shape "
+                    f"{getattr(item, 'shape', None)}"
+                )
+            sets.append(item)
+    else:
+        shape = None if array is None else array.shape
+        raise ValueError(
+            f"`{name}` must be one set, a 2-D array [num_points, d], or a "
+            "batch of sets, a 3-D array [batch, num_points, d] or a list "
+            f"of 2-D arrays. Received: {name} of shape {shape}"
+        )
+    if not sets:
+        raise ValueError(f"`{name}` holds no sets. Received: {name}={value!r}")
+    for i, values in enumerate(sets):
+        if not np.all(np.isfinite(values)):
+            bad = int(np.count_nonzero(~np.isfinite(values)))
+            where = name if single else f"{name}[{i}]"
+            raise ValueError(
+                f"`{where}` must contain only finite values. Received "
+                f"{bad} non-finite entries (NaN or inf)."
+            )
+    return sets, single
+
+
+def _model_dim(model):
+    """The input dimension a built fixed-dimension model needs, or None."""
+    if getattr(model, "dimension_equivariant", False) or not model.built:
+        return None
+    try:
+        shapes = model.get_build_config().get("set_shapes")
+    except (AttributeError, NotImplementedError, TypeError):
+        return None
+    if not shapes or shapes[0][-1] is None:
+        return None
+    return int(shapes[0][-1])
+
+
+def _resolve_model(model, spec):
+    """`(model, allowed_dims)`; `allowed_dims` is `(low, high)` or None."""
+    if model is None:
+        model = spec.preset
+    if isinstance(model, str):
+        return load_estimator(model), spec.dims
+    if not isinstance(model, keras.Model):
+        raise ValueError(
+            "`model` must be None (the default preset), a preset name or a "
+            f"keras.Model. Received: model of type {type(model).__name__}"
+        )
+    dim = _model_dim(model)
+    return model, None if dim is None else (dim, dim)
+
+
+def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
+    if len(x_sets) != len(y_sets):
+        raise ValueError(
+            "`x` and `y` must hold the same number of sets. Received: "
+            f"{len(x_sets)} and {len(y_sets)}"
+        )
+    for i, (x, y) in enumerate(zip(x_sets, y_sets, strict=True)):
+        where = f" (pair {i})" if len(x_sets) > 1 else ""
+        if x.shape[1] != y.shape[1]:
+            raise ValueError(
+                "`x` and `y` must have the same dimension d (number of "
+                f"columns){where}. Received: x.shape={x.shape}, "
+                f"y.shape={y.shape}"
+            )
+        d = x.shape[1]
+        if allowed_dims is not None and not (
+            allowed_dims[0] <= d <= allowed_dims[1]
+        ):
+            low, high = allowed_dims
+            supported = f"d = {low}" if low == high else f"d = {low}..{high}"
+            raise ValueError(
+                f"`{estimator}` supports {supported} (the dimensions its "
+                f"model was trained on). Received: d={d}{where}"
+            )
+        if spec.paired and x.shape[0] != y.shape[0]:
+            raise ValueError(
+                "`x` and `y` must have the same number of rows: row j of "
+                "both is one joint sample (x_j, y_j)"
+                f"{where}. Received: x.shape={x.shape}, y.shape={y.shape}"
+            )
+        minimum = d + MIN_EXTRA_POINTS
+        for name, values in (("x", x), ("y", y)):
+            if values.shape[0] < minimum:
+                raise ValueError(
+                    f"Each set needs at least d + 1 = {minimum} points "
+                    f"(d = {d}){where}. Received: {name}.shape="
+                    f"{values.shape}"
+                )
+    sizes = [len(s) for s in x_sets + y_sets]
+    low, high = spec.set_size
+    if min(sizes) < low or max(sizes) > high:
+        warnings.warn(
+            f"`{estimator}`: the model was trained on sets of {low}-{high} "
+            f"points; these have {min(sizes)}-{max(sizes)}, so the "
+            "estimate may be less accurate.",
+            stacklevel=4,
+        )
+
+
+def _pad(sets, width):
+    d = sets[0].shape[1]
+    padded = np.zeros((len(sets), width, d))
+    mask = np.zeros((len(sets), width), bool)
+    for i, values in enumerate(sets):
+        padded[i, : len(values)] = values
+        mask[i, : len(values)] = True
+    return padded, mask
+
+
+def _round_up(value, multiple):
+    return -(-value // multiple) * multiple
+
+
+def predict_prepared(model, x, y, x_mask, y_mask):
+    """The model's first output for prepared (preprocessed) padded pairs.
+
+    Runs one `predict_on_batch` call; the batch is filled up to the next
+    power of two with copies of the first pair (fewer distinct shapes,
+    fewer compilations) and those rows are dropped again.
+
+    Returns:
+        float64 `[batch]`.
+    """
+    batch = x.shape[0]
+    size = 1 << max(batch - 1, 0).bit_length()
+    if size > batch:
+        fill = np.zeros(size - batch, dtype=np.int64)
+        x, y, x_mask, y_mask = (
+            np.concatenate([a, a[fill]]) for a in (x, y, x_mask, y_mask)
+        )
+    out = model.predict_on_batch({"sets": (x, y), "masks": (x_mask, y_mask)})
+    return np.asarray(out, dtype=np.float64).reshape(size, -1)[:batch, 0]
+
+
+def _estimate(estimator, x, y, model, batch_size, clip=True):
+    spec = SPECS[estimator]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        batch_size = None
+    if batch_size is None or batch_size < 1:
+        raise ValueError(
+            "`batch_size` must be a positive integer. Received: "
+            f"batch_size={batch_size!r}"
+        )
+    x_sets, x_single = _as_sets(x, "x")
+    y_sets, y_single = _as_sets(y, "y")
+    if x_single != y_single:
+        raise ValueError(
+            "`x` and `y` must both be one set ([num_points, d]) or both a "
+            "batch of sets."
+        )
+    model, allowed_dims = _resolve_model(model, spec)
+    _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator)
+    # Pairs of one dimension go through the model together.
+    out = np.zeros(len(x_sets))
+    dims = np.array([s.shape[1] for s in x_sets])
+    for d in np.unique(dims):
+        (chosen,) = np.nonzero(dims == d)
+        for start in range(0, len(chosen), batch_size):
+            part = chosen[start : start + batch_size]
+            xs = [x_sets[i] for i in part]
+            ys = [y_sets[i] for i in part]
+            width_x = _round_up(max(len(s) for s in xs), _PAD_MULTIPLE)
+            width_y = _round_up(max(len(s) for s in ys), _PAD_MULTIPLE)
+            px, mx = _pad(xs, width_x)
+            py, my = _pad(ys, width_y)
+            px, py = preprocess(spec, px, py, mx, my)
+            out[part] = predict_prepared(model, px, py, mx, my)
+    if clip and estimator != "same_distribution_probability":
+        out = np.maximum(out, 0.0)
+    return float(out[0]) if x_single else out
+
+
+def kl_divergence(x, y, model=None, batch_size=64):
+    """Estimates `KL(P || Q)` from samples `x ~ P` and `y ~ Q`.
+
+    A dimension-equivariant Multi-Set Transformer (Selby et al., Sec. 3.5
+    and 5.1.1, Table 1) trained on pairs of random Gaussian mixtures in
+    d = 2..16 (preset `mst_kl_divergence`) reads both sets after
+    `whiten_pairs` (eq. 15 plus a canonical rotation), so the estimate is
+    unchanged by any invertible affine map applied to both sets.
+
+    Args:
+        x: samples of `P`: an array `[n, d]`, or a batch of sets (an
+            array `[batch, n, d]` or a list of `[n_i, d]` arrays).
+        y: samples of `Q`, `[m, d]` (or a batch like `x`), the same `d`
+            as its `x`.
+        model: None (load the `mst_kl_divergence` preset, once), another
+            preset name, or a `keras.Model` taking `{"sets": [x, y],
+            "masks": [x_mask, y_mask]}`.
+        batch_size: pairs per model call.
+
+    Returns:
+        The estimate in nats (clipped at 0): a float for one pair, a
+        float64 array `[batch]` for a batch.
+
+    Raises:
+        ValueError: wrong rank, NaN or inf, different `d` in `x` and `y`,
+            a `d` outside the preset's 2..16, or a set with fewer than
+            `d + 1` points. Sets outside the trained 100-150 points give
+            a warning.
+
+    Example:
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(120, 2))
+    >>> y = rng.normal(loc=1.0, size=(130, 2))
+    >>> keras_msets.estimators.kl_divergence(x, y)  # exact value: 1.0
+    """
+    return _estimate("kl_divergence", x, y, model, batch_size)
+
+
+def mutual_information(x, y, model=None, batch_size=64):
+    """Estimates the mutual information `I(X; Y)` from paired samples.
+
+    Row `j` of `x` and row `j` of `y` are one joint sample. The preset
+    (`mst_mutual_information`, Selby et al. Sec. 5.1.2 and Fig. 2) is a
+    dimension-equivariant Multi-Set Transformer trained on Gaussians with
+    standard normal marginals and componentwise correlation `rho`
+    (`corr(x_j, y_j) = rho`), in d = 2..20, shown the two sets as in the
+    paper (the `"split"` mode of `keras_msets.data.mutual_information_sets`:
+    it does not use which row of `y` belongs to which row of `x`). Each
+    coordinate of each set is standardized first (`standardize_pairs`).
+    Data of another dependence structure are outside what it was trained
+    on.
+
+    Args:
+        x: `[n, d]`, or a batch (`[batch, n, d]` or a list of arrays).
+        y: `[n, d]` (the same `n` and `d` as its `x`), or a batch.
+        model: None (the `mst_mutual_information` preset), a preset name,
+            or a `keras.Model`.
+        batch_size: pairs per model call.
+
+    Returns:
+        The estimate in nats (clipped at 0): a float, or a float64 array
+        `[batch]`.
+
+    Raises:
+        ValueError: as `kl_divergence`, and when `x` and `y` have
+            different numbers of rows; `d` must be in 2..20.
+    """
+    return _estimate("mutual_information", x, y, model, batch_size)
+
+
+def same_distribution_probability(x, y, model=None, batch_size=64):
+    """The probability that two sets come from the same distribution.
+
+    The preset (`mst_two_sample`, Selby et al. Sec. 5.2.3, Table 4
+    "synthetic") is a Multi-Set Transformer trained on pairs of sets of
+    10-30 points in d = 8 drawn from one random Gaussian mixture or from
+    two, half and half. Both sets go through `whiten_pairs` first, so the
+    answer does not change under an invertible affine map applied to both.
+
+    Args:
+        x: `[n, 8]`, or a batch (`[batch, n, 8]` or a list of arrays).
+        y: `[m, 8]`, or a batch.
+        model: None (the `mst_two_sample` preset), a preset name, or a
+            `keras.Model` with a probability output (sigmoid).
+        batch_size: pairs per model call.
+
+    Returns:
+        A probability: a float, or a float64 array `[batch]`.
+
+    Raises:
+        ValueError: as `kl_divergence`; `d` must be 8 for the preset.
+    """
+    return _estimate("same_distribution_probability", x, y, model, batch_size)

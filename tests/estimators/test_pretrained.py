@@ -1,0 +1,261 @@
+"""Tests of the pretrained-estimator API (`keras_msets.estimators.pretrained`).
+
+The presets are not trained yet, so the API runs on tiny untrained models
+built by `build_multiset_model`; what is tested is what does not depend
+on training: the preprocessing (against numpy references written here),
+exact invariances, batching, the default-preset path through a temporary
+zoo folder, and the errors.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from keras_msets.estimators import pretrained
+from keras_msets.estimators.pretrained import kl_divergence
+from keras_msets.estimators.pretrained import mutual_information
+from keras_msets.estimators.pretrained import same_distribution_probability
+from keras_msets.estimators.pretrained import standardize_pairs
+from keras_msets.estimators.pretrained import whiten_pairs
+from keras_msets.models.mst.multiset_transformer import build_multiset_model
+from keras_msets.zoo import registry
+
+TINY = {"latent_dim": 4, "ff_dim": 8, "num_blocks": 1, "num_heads": 2}
+
+
+@pytest.fixture(scope="module")
+def equivariant():
+    """A tiny dimension-equivariant model (any d), built on d = 3."""
+    model = build_multiset_model("dimension_equivariant", **TINY)
+    model([np.zeros((1, 4, 3), "float32")] * 2)
+    return model
+
+
+@pytest.fixture(scope="module")
+def eight_d():
+    """A tiny fixed-dimension model for d = 8 with a sigmoid output."""
+    model = build_multiset_model(
+        "multiset_transformer", output_activation="sigmoid", **TINY
+    )
+    model([np.zeros((1, 4, 8), "float32")] * 2)
+    return model
+
+
+def _pair(rng, n=110, m=120, d=3):
+    x = rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) + 2.0
+    y = rng.standard_t(5, size=(m, d)) + rng.normal(size=d)
+    return x, y
+
+
+def _random_affine(rng, d):
+    while True:
+        a = rng.normal(size=(d, d))
+        if abs(np.linalg.det(a)) > 0.3:
+            return a, rng.normal(size=d) * 5
+
+
+def _unclipped(estimator, x, y, model):
+    return pretrained._estimate(estimator, x, y, model, 64, clip=False)
+
+
+# Preprocessing -------------------------------------------------------------
+
+
+def _reference_whiten(x, y):
+    """Eq. 15 from the definitions, then the canonical rotation."""
+    union = np.concatenate([x, y])
+    mean = union.mean(0)
+    cov = np.cov(union.T)
+    vals, vecs = np.linalg.eigh(cov)
+    root = vecs @ np.diag(vals**-0.5) @ vecs.T
+    xw, yw = (x - mean) @ root.T, (y - mean) @ root.T
+    vals, vecs = np.linalg.eigh(np.cov(xw.T))
+    vecs = vecs[:, np.argsort(vals)[::-1]]
+    vecs *= np.where(xw.mean(0) @ vecs < 0, -1.0, 1.0)
+    return xw @ vecs, yw @ vecs
+
+
+def test_whiten_pairs_matches_a_numpy_reference_and_ignores_padding():
+    rng = np.random.default_rng(0)
+    x, y = _pair(rng, n=20, m=25, d=3)
+    px = np.zeros((1, 32, 3))
+    py = np.zeros((1, 30, 3))
+    px[0, :20], py[0, :25] = x, y
+    mx, my = px[..., 0] != 0, py[..., 0] != 0
+    mx[0, :20], my[0, :25] = True, True
+    xw, yw = whiten_pairs(px, py, mx, my)
+    rx, ry = _reference_whiten(x, y)
+    np.testing.assert_allclose(xw[0, :20], rx, atol=1e-10)
+    np.testing.assert_allclose(yw[0, :25], ry, atol=1e-10)
+    assert np.all(xw[0, 20:] == 0) and np.all(yw[0, 25:] == 0)
+    union = np.concatenate([rx, ry])
+    np.testing.assert_allclose(np.cov(union.T), np.eye(3), atol=1e-10)
+    cov_x = np.cov(rx.T)
+    np.testing.assert_allclose(cov_x, np.diag(np.diag(cov_x)), atol=1e-10)
+    assert np.all(np.diff(np.diag(cov_x)) <= 0)
+    assert np.all(rx.mean(0) > 0)
+
+
+def test_whiten_pairs_removes_any_affine_map():
+    rng = np.random.default_rng(1)
+    x, y = _pair(rng, d=4)
+    a, b = _random_affine(rng, 4)
+    before = whiten_pairs(x[None], y[None])
+    after = whiten_pairs((x @ a.T + b)[None], (y @ a.T + b)[None])
+    for u, v in zip(before, after, strict=True):
+        np.testing.assert_allclose(u, v, atol=1e-8)
+
+
+def test_standardize_pairs_matches_numpy_per_set_and_coordinate():
+    rng = np.random.default_rng(2)
+    x = rng.normal(3.0, 2.0, size=(2, 12, 3))
+    y = rng.normal(-1.0, 0.5, size=(2, 12, 3))
+    mask = np.arange(12)[None, :] < np.array([[12], [9]])
+    xs, ys = standardize_pairs(x, y, mask, mask)
+    for b, n in enumerate((12, 9)):
+        for raw, out in ((x, xs), (y, ys)):
+            expected = (raw[b, :n] - raw[b, :n].mean(0)) / raw[b, :n].std(
+                0, ddof=1
+            )
+            np.testing.assert_allclose(out[b, :n], expected, atol=1e-12)
+            assert np.all(out[b, n:] == 0)
+    with pytest.raises(ValueError, match="constant"):
+        standardize_pairs(np.ones((1, 5, 2)), y[:1, :5])
+
+
+# Invariances and batching --------------------------------------------------
+
+
+def test_kl_is_exactly_invariant_under_affine_maps(equivariant):
+    rng = np.random.default_rng(3)
+    x, y = _pair(rng, d=3)
+    a, b = _random_affine(rng, 3)
+    # Unclipped model outputs: an untrained model may well be negative.
+    raw = _unclipped("kl_divergence", x, y, equivariant)
+    moved = _unclipped("kl_divergence", x @ a.T + b, y @ a.T + b, equivariant)
+    np.testing.assert_allclose(moved, raw, rtol=1e-5, atol=1e-6)
+    # The model is not constant: another y changes the output.
+    other = _unclipped("kl_divergence", x, y + [3.0, 0, 0], equivariant)
+    assert abs(other - raw) > 1e-4
+    kl = kl_divergence(x, y, model=equivariant)
+    assert isinstance(kl, float) and kl == max(raw, 0.0)
+
+
+def test_kl_of_a_batch_equals_pair_by_pair(equivariant):
+    rng = np.random.default_rng(4)
+    pairs = [_pair(rng, n, m, d) for n, m, d in ((100, 140, 3), (120, 101, 3))]
+    pairs.append(_pair(rng, 130, 110, 2))  # another dimension in the batch
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    together = kl_divergence(xs, ys, model=equivariant, batch_size=2)
+    one_by_one = [kl_divergence(x, y, model=equivariant) for x, y in pairs]
+    assert together.shape == (3,) and together.dtype == np.float64
+    np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-6)
+    # A 3-D array is a batch too.
+    stacked = kl_divergence(
+        np.stack([x[:100] for x in xs[:2]]),
+        np.stack([y[:100] for y in ys[:2]]),
+        model=equivariant,
+    )
+    single = [
+        kl_divergence(x[:100], y[:100], model=equivariant)
+        for x, y in zip(xs[:2], ys[:2], strict=True)
+    ]
+    np.testing.assert_allclose(stacked, single, rtol=1e-5, atol=1e-6)
+
+
+def test_mutual_information_is_invariant_per_coordinate(equivariant):
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(120, 3))
+    y = 0.8 * x + 0.6 * rng.normal(size=(120, 3))
+    scale_x, scale_y = rng.uniform(0.1, 10, 3), rng.uniform(0.1, 10, 3)
+    raw = _unclipped("mutual_information", x, y, equivariant)
+    moved = _unclipped(
+        "mutual_information", x * scale_x + 4.0, y * scale_y - 7.0, equivariant
+    )
+    np.testing.assert_allclose(moved, raw, rtol=1e-5, atol=1e-6)
+    assert mutual_information(x, y, model=equivariant) == max(raw, 0.0)
+
+
+def test_same_distribution_probability_is_a_probability(eight_d):
+    rng = np.random.default_rng(6)
+    xs = [rng.normal(size=(n, 8)) for n in (12, 25, 30)]
+    ys = [rng.normal(size=(n, 8)) + 1 for n in (20, 10, 18)]
+    p = same_distribution_probability(xs, ys, model=eight_d)
+    assert p.shape == (3,) and np.all((p > 0) & (p < 1))
+    a, b = _random_affine(rng, 8)
+    moved = same_distribution_probability(
+        [x @ a.T + b for x in xs], [y @ a.T + b for y in ys], model=eight_d
+    )
+    np.testing.assert_allclose(moved, p, rtol=1e-5, atol=1e-6)
+
+
+# The default preset --------------------------------------------------------
+
+
+def test_default_loads_the_preset_once(tmp_path, monkeypatch, equivariant):
+    registry.save_preset(
+        equivariant,
+        tmp_path / "mst_kl_divergence",
+        data="none",
+        metrics={},
+        card="test",
+    )
+    monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
+    rng = np.random.default_rng(7)
+    x, y = _pair(rng, d=3)
+    assert pretrained.load_estimator("mst_kl_divergence") is (
+        pretrained.load_estimator("mst_kl_divergence")
+    )
+    np.testing.assert_allclose(
+        kl_divergence(x, y),
+        kl_divergence(x, y, model=equivariant),
+        rtol=1e-6,
+    )
+    # The preset supports d = 2..16 only, even though the model takes any d.
+    for d in (1, 17):
+        with pytest.raises(ValueError, match=r"d = 2\.\.16.*d=" + str(d)):
+            kl_divergence(*_pair(rng, d=d))
+
+
+# Errors ---------------------------------------------------------------------
+
+
+def test_errors(equivariant, eight_d):
+    rng = np.random.default_rng(8)
+    x, y = _pair(rng, d=3)
+    kl = pretrained.kl_divergence
+    cases = [
+        ((x[0], y), "one set, a 2-D array"),  # rank 1
+        ((x[None, None], y), "one set, a 2-D array"),  # rank 4
+        ((x, y[:, :2]), "same dimension d"),
+        ((np.where(np.eye(110, 3) > 0, np.nan, x), y), "finite"),
+        ((x, np.where(np.eye(120, 3) > 0, np.inf, y)), "finite"),
+        ((x[:3], y), "at least d \\+ 1 = 4 points"),
+        ((x, y[:2]), "at least d \\+ 1 = 4 points"),
+        (([x, x], [y]), "same number of sets"),
+        ((x, [y]), "both be one set"),
+        (([x, x[:, :2]], [y, y]), "same dimension d.*pair 1"),
+    ]
+    for (a, b), message in cases:
+        with pytest.raises(ValueError, match=message):
+            kl(a, b, model=equivariant)
+    with pytest.raises(ValueError, match="same number of rows"):
+        mutual_information(x, y, model=equivariant)
+    with pytest.raises(ValueError, match=r"supports d = 8 .*Received: d=3"):
+        same_distribution_probability(x, y, model=eight_d)
+    with pytest.raises(ValueError, match="batch_size"):
+        kl(x, y, model=equivariant, batch_size=0)
+    with pytest.raises(ValueError, match="keras.Model"):
+        kl(x, y, model=object())
+
+
+def test_sets_outside_the_trained_sizes_warn(equivariant):
+    rng = np.random.default_rng(9)
+    x, y = _pair(rng, n=20, m=120, d=3)
+    with pytest.warns(UserWarning, match="100-150 points; these have 20-120"):
+        kl_divergence(x, y, model=equivariant)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kl_divergence(*_pair(rng, d=3), model=equivariant)
+    assert not [w for w in caught if "trained on sets" in str(w.message)]

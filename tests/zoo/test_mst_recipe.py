@@ -1,0 +1,345 @@
+"""Tests of the Multi-Set Transformer training recipe and its preset recipes.
+
+No real training here: tiny models run a few steps (the loss must stay
+finite), the streaming batches are checked for reproducibility, freshness
+and balance, the evaluation functions against the classical estimators
+called directly, and one recipe end to end into a temporary zoo folder.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_msets import zoo
+from keras_msets.data import mixtures
+from keras_msets.estimators import classical
+from keras_msets.zoo import mst_recipe
+from keras_msets.zoo import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = (
+    "mst_kl_divergence",
+    "mst_mutual_information",
+    "mst_two_sample",
+    "mst_count_shared_digits",
+)
+# Small graphs compile fast: one block, one head, mean pooling, a linear
+# decoder.
+TINY = {
+    "latent_dim": 4,
+    "ff_dim": 4,
+    "num_blocks": 1,
+    "num_heads": 1,
+    "pooling": "mean",
+    "decoder_units": [],
+}
+TINY_COUNTING = dict(TINY, filters=(2,))
+
+
+def _load_recipe(name):
+    spec = importlib.util.spec_from_file_location(
+        f"test_recipe_{name}", ROOT / "zoo" / name / "recipe.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _masked_moments(values, mask):
+    v = values[mask].astype(np.float64)
+    return v.mean(0), np.cov(v.T, ddof=1)
+
+
+# Batches ---------------------------------------------------------------------
+
+
+def test_batches_are_reproducible_fresh_and_balanced():
+    dims = (2, 3, 4)
+    data = mst_recipe.SetBatches(
+        "kl_divergence", 2, 6, dims=dims, seed=5, set_size=(6, 9)
+    )
+    first = data[0]
+    again = mst_recipe.SetBatches(
+        "kl_divergence", 2, 6, dims=dims, seed=5, set_size=(6, 9)
+    )[0]
+    inputs, targets = first
+    assert set(inputs) == {"sets", "masks"}
+    x, y = inputs["sets"]
+    x_mask, y_mask = inputs["masks"]
+    assert x.dtype == np.float32 and x_mask.dtype == bool
+    assert x.shape[:2] == (2, 9) and x_mask.shape == (2, 9)
+    assert targets.shape == (2, 1) and targets.dtype == np.float32
+    np.testing.assert_array_equal(x, again[0]["sets"][0])
+    np.testing.assert_array_equal(targets, again[1])
+    # Each block of len(dims) batches holds every d once.
+    seen = [data.dim_of(e, i) for e in range(2) for i in range(6)]
+    for start in range(0, 12, 3):
+        assert sorted(seen[start : start + 3]) == list(dims)
+    assert seen[0] != seen[1]  # TensorFlow infers a free d from these two
+    assert data[1][0]["sets"][0].shape[-1] == seen[1]
+    # A new epoch draws new data.
+    data.on_epoch_end()
+    later = data[0]
+    assert data.dim_of(1, 0) == later[0]["sets"][0].shape[-1]
+    assert not np.array_equal(later[1], targets)
+    assert mst_recipe._seed(5, 0, 0) < mst_recipe.TEST_SEED
+    with pytest.raises(IndexError):
+        data[6]
+
+
+def test_make_batch_prepares_inputs_as_the_estimators_do():
+    inputs, kl = mst_recipe.make_batch("kl_divergence", 3, 2, seed=1)
+    x, y = inputs["sets"]
+    x_mask, y_mask = inputs["masks"]
+    assert x.shape[1] == 150 and np.all(kl > -1.0)
+    for b in range(3):
+        union = np.concatenate([x[b][x_mask[b]], y[b][y_mask[b]]])
+        np.testing.assert_allclose(union.mean(0), 0, atol=1e-5)
+        np.testing.assert_allclose(np.cov(union.T), np.eye(2), atol=1e-4)
+        assert np.all(x[b][~x_mask[b]] == 0)
+    # The label is the generator's, unchanged by the preprocessing.
+    _, expected = mixtures.kl_divergence_pairs(3, 2, seed=1, whiten=False)
+    np.testing.assert_array_equal(kl, expected)
+
+    inputs, mi = mst_recipe.make_batch("mutual_information", 2, 3, seed=2)
+    for values, mask in zip(inputs["sets"], inputs["masks"], strict=True):
+        mean, cov = _masked_moments(values[1], mask[1])
+        np.testing.assert_allclose(mean, 0, atol=1e-5)
+        np.testing.assert_allclose(np.diag(cov), 1, atol=1e-4)
+    rho = np.sqrt(1 - np.exp(-2 * mi[:, 0] / 3))
+    assert np.all((rho >= 0) & (rho <= 0.999 + 1e-6))
+
+    inputs, same = mst_recipe.make_batch("two_sample", 4, 8, seed=3)
+    assert inputs["sets"][0].shape[-1] == 8 and inputs["sets"][0].shape[1] == 30
+    assert set(np.unique(same)) <= {0.0, 1.0}
+
+    inputs, counts = mst_recipe.make_batch("counting", 2, None, seed=4)
+    assert inputs["sets"][0].shape == (2, 30, 8, 8, 1)
+    assert np.all((counts >= 0) & (counts <= 10))
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="task"):
+        mst_recipe.make_batch("nope", 2, 2, seed=0)
+    with pytest.raises(ValueError, match="dim_sampler"):
+        mst_recipe.SetBatches("kl_divergence", 2, 2, dims=[])
+    with pytest.raises(ValueError, match="dim_sampler"):
+        mst_recipe.SetBatches("counting", 2, 2, dims=3)
+    with pytest.raises(ValueError, match="steps"):
+        mst_recipe.fit_estimator(None, "kl_divergence", 2, steps=0)
+    assert mst_recipe.steps_from(None, 3, 900) == 3000
+    assert mst_recipe.steps_from(None, None, 900) == 900
+    with pytest.raises(ValueError, match="not both"):
+        mst_recipe.steps_from(5, 3, 900)
+
+
+# Training and evaluation -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "task,dims", [("kl_divergence", (2, 3)), ("mutual_information", 2)]
+)
+def test_fit_regression(task, dims):
+    model = mst_recipe.build_model(task, **TINY)
+    fit = mst_recipe.fit_estimator(
+        model,
+        task,
+        dims,
+        steps=4,
+        batch_size=2,
+        epoch_steps=2,
+        set_size=(6, 9),
+        verbose=0,
+    )
+    # Two epochs of two batches; for KL the two batches of an epoch are in
+    # d = 2 and d = 3 (on TensorFlow a fixed-d input signature would fail).
+    assert fit["steps"] == 4 and len(fit["loss"]) == 2
+    assert np.all(np.isfinite(fit["loss"]))
+    assert fit["learning_rate"] == 1e-4 and fit["batch_size"] == 2
+    expected_loss = {
+        "kl_divergence": "mean_absolute_error",
+        "mutual_information": "mean_squared_error",
+    }[task]
+    assert fit["loss_function"] == expected_loss
+    assert fit["dims"] == list(np.atleast_1d(dims))
+
+
+class _Constant:
+    """A stand-in model whose output is `value` for every pair."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def predict_on_batch(self, inputs):
+        return np.full((len(inputs["sets"][0]), 1), self.value)
+
+
+def test_kl_evaluation_against_the_classical_estimator():
+    metrics = mst_recipe.evaluate_kl_divergence(
+        _Constant(0.5), dims=(2, 3), num=5
+    )
+    for d in (2, 3):
+        _, inputs, labels = mst_recipe.test_set("kl_divergence", 5, d)
+        truth = labels[:, 0].astype(np.float64)
+        knn = classical.knn_kl_divergence_sets(
+            *inputs["sets"], *inputs["masks"], k=1
+        )
+        assert metrics[f"mae_d{d}"] == pytest.approx(
+            np.mean(np.abs(0.5 - truth))
+        )
+        assert metrics[f"knn_mae_d{d}"] == pytest.approx(
+            np.mean(np.abs(knn - truth))
+        )
+    # Negative outputs are clipped at 0, as the estimator API does.
+    clipped = mst_recipe.evaluate_kl_divergence(_Constant(-3.0), (2,), 5)
+    assert clipped["mae_d2"] == pytest.approx(metrics["mean_label_d2"])
+
+
+def test_mi_and_two_sample_evaluation():
+    metrics = mst_recipe.evaluate_mutual_information(
+        _Constant(0.0), dims=(2,), num=5
+    )
+    raw, _, labels = mst_recipe.test_set("mutual_information", 5, 2)
+    ksg = classical.ksg_mutual_information_sets(raw[0], raw[1], raw[2], k=3)
+    assert metrics["mae_d2"] == pytest.approx(np.mean(labels))
+    assert metrics["ksg_mae_d2"] == pytest.approx(
+        np.mean(np.abs(ksg - labels[:, 0]))
+    )
+    same = mst_recipe.test_set("two_sample", 40, 8)[2][:, 0]
+    metrics = mst_recipe.evaluate_two_sample(_Constant(0.9), num=40)
+    assert metrics["accuracy"] == pytest.approx(np.mean(same))
+    assert metrics["accuracy_same"] == 1.0
+    assert metrics["accuracy_different"] == 0.0
+
+
+def test_fit_and_evaluate_counting():
+    model = mst_recipe.build_counting_model(**TINY_COUNTING)
+    accuracy = mst_recipe.pretrain_encoder(model, steps=1, batch_size=64)
+    assert 0.0 <= accuracy <= 1.0
+    fit = mst_recipe.fit_estimator(
+        model,
+        "counting",
+        steps=2,
+        batch_size=2,
+        set_size=(3, 5),
+        verbose=0,
+    )
+    assert np.all(np.isfinite(fit["loss"])) and fit["dims"] is None
+
+
+class _Oracle:
+    """Predicts the true count, plus 0.3 on even rows and 0.7 on odd."""
+
+    def __init__(self, counts):
+        self.counts = counts[:, 0]
+
+    def predict(self, inputs, batch_size=None, verbose=0):
+        offset = np.where(np.arange(len(self.counts)) % 2, 0.7, 0.3)
+        return (self.counts + offset)[:, None]
+
+
+def test_counting_metrics():
+    _, _, counts = mst_recipe.test_set("counting", 6)
+    metrics = mst_recipe.evaluate_counting(_Oracle(counts), num=6)
+    # Rounding is right on the even rows only; L1 is (0.3 + 0.7) / 2.
+    assert metrics == pytest.approx({"accuracy": 0.5, "l1": 0.5})
+
+
+def test_test_sets_are_fixed_and_never_drawn_in_training():
+    a = mst_recipe.test_set("two_sample", 4, 8)[2]
+    b = mst_recipe.test_set("two_sample", 4, 8)[2]
+    np.testing.assert_array_equal(a, b)
+    # Training seeds are 32-bit; test seeds start at 2**32.
+    seeds = [mst_recipe._seed(s, e, i) for s in (0, 1) for e in (0, 9)
+             for i in (0, 99)]  # fmt: skip
+    assert max(seeds) < 2**32 == mst_recipe.TEST_SEED
+
+
+# Recipes ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_recipe_folders_hold_only_a_recipe_and_are_not_listed(name):
+    folder = ROOT / "zoo" / name
+    assert (folder / "recipe.py").is_file()
+    if not (folder / "config.json").is_file():
+        assert name not in zoo.list()
+    recipe = _load_recipe(name)
+    assert recipe.NAME == name
+    assert recipe.DEFAULT_STEPS > 0
+    for function in ("train", "evaluate", "model_card", "build_model"):
+        assert callable(getattr(recipe, function))
+
+
+def _fake_metrics(recipe):
+    fit = {
+        "steps": 10,
+        "batch_size": 64,
+        "learning_rate": 1e-4,
+        "loss_function": "mean_absolute_error",
+        "seed": 0,
+        "seconds": 1.0,
+        "steps_per_second": 10.0,
+        "dims": [2, 3],
+    }
+    metrics = {"fit": fit, "accuracy": 0.5, "accuracy_same": 0.4}
+    metrics.update({"accuracy_different": 0.6, "l1": 1.0})
+    metrics.update({"pretrain_steps": 5, "pretrain_accuracy": 0.9})
+    for d in getattr(recipe, "TEST_DIMS", ()):
+        metrics.update({f"mae_d{d}": 1.0, f"knn_mae_d{d}": 2.0})
+        metrics.update({f"ksg_mae_d{d}": 0.5, f"mean_label_d{d}": 3.0})
+    return metrics
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_model_cards(name):
+    recipe = _load_recipe(name)
+    model = recipe.build_model(
+        **(TINY_COUNTING if name == "mst_count_shared_digits" else TINY)
+    )
+    if name != "mst_count_shared_digits":
+        d = 8 if name == "mst_two_sample" else 2
+        model([np.zeros((1, 4, d), "float32")] * 2)
+    card = recipe.model_card(model, _fake_metrics(recipe))
+    assert card.startswith(f"# `{name}`")
+    assert f"keras-msets zoo evaluate {name}" in card
+    assert f"keras-msets zoo train {name}" in card
+    paper = {
+        "mst_kl_divergence": ["0.0726", "4.7000", "28.0382", "| 16 | 1.0000"],
+        "mst_mutual_information": ["Fig. 2", "| 10 | 1.0000 | 0.5000 | no"],
+        "mst_two_sample": ["0.7289", "0.73", "NOT reach"],
+        "mst_count_shared_digits": ["0.9746", "0.3136"],
+    }[name]
+    for text in paper:
+        assert text in card, text
+
+
+def test_two_sample_recipe_end_to_end(tmp_path, monkeypatch):
+    recipe = _load_recipe("mst_two_sample")
+    folder = tmp_path / recipe.NAME
+    metrics = recipe.train(
+        output_dir=folder,
+        steps=2,
+        batch_size=4,
+        verbose=0,
+        test_size=8,
+        model_kwargs=TINY,
+    )
+    assert not (folder / mst_recipe.CHECKPOINT_FILE).exists()
+    monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
+    assert zoo.list() == [recipe.NAME]
+    info = zoo.info(recipe.NAME)
+    assert info["task"] == "two_sample" and info["dims"] == [8]
+    assert info["preprocessing"] == "whiten"
+    assert json.loads(json.dumps(info["metrics"])) == info["metrics"]
+    model = zoo.load(recipe.NAME)
+    example = info["example"]
+    np.testing.assert_allclose(
+        model.predict_on_batch(mst_recipe.example_inputs(example)),
+        example["output"],
+        atol=1e-5,
+    )
+    assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["fit"]["steps"] == 2

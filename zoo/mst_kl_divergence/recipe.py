@@ -1,0 +1,170 @@
+"""Recipe of the `mst_kl_divergence` preset.
+
+A dimension-equivariant Multi-Set Transformer (Selby et al., UAI 2022,
+Sec. 3.5 and 5.1.1, Table 1 "Multi-Set-Transformer-Equi") trained to
+estimate the KL divergence between the random Gaussian mixtures behind two
+sets of 100-150 samples, one model for every dimension d = 2..16 (the
+paper trains one model per dimension range). It is the model behind
+`keras_msets.estimators.kl_divergence`. Train it with
+
+    KERAS_BACKEND=tensorflow python zoo/mst_kl_divergence/recipe.py
+
+(900 steps by default: about 45 minutes on 2 busy CPU cores; the paper
+trains 100,000 batches, pass a larger `--steps` on a GPU), then
+`keras-msets zoo train mst_kl_divergence` re-runs it. It writes the
+preset folder (default: next to this file).
+"""
+
+from pathlib import Path
+
+from keras_msets.zoo import mst_recipe
+
+NAME = "mst_kl_divergence"
+TASK = "kl_divergence"
+DIMS = tuple(range(2, 17))
+TEST_DIMS = (2, 4, 8, 16)
+# Measured: 3.1 s per batch at d = 9 (the mean of 2..16) on tensorflow,
+# 2 CPU cores shared with other jobs (0.33 steps/s): 900 steps ~ 45 min.
+DEFAULT_STEPS = 900
+TEST_SIZE = 1000
+SEED = 0
+
+
+def build_model(**overrides):
+    """App. B: 16 channels and feedforward width 32 per input dimension."""
+    return mst_recipe.build_model(TASK, name=NAME, **overrides)
+
+
+def evaluate(model, verbose=1, num=TEST_SIZE, seed=mst_recipe.TEST_SEED):
+    """MAE at d = 2, 4, 8, 16 beside the k-NN estimator on the same sets."""
+    return mst_recipe.evaluate_kl_divergence(
+        model, dims=TEST_DIMS, num=num, seed=seed, verbose=verbose
+    )
+
+
+def train(
+    output_dir=None,
+    steps=None,
+    epochs=None,
+    batch_size=None,
+    learning_rate=None,
+    workers=1,
+    verbose=2,
+    test_size=TEST_SIZE,
+    model_kwargs=None,
+):
+    """Trains, evaluates and saves the preset; returns the metrics.
+
+    `epochs` (the `--epochs` of `keras-msets zoo train`) means thousands
+    of steps. `model_kwargs` override the App. B model (smoke tests).
+    """
+    return mst_recipe.run_recipe(
+        name=NAME,
+        task=TASK,
+        build_model=lambda: build_model(**(model_kwargs or {})),
+        dims=DIMS,
+        steps=mst_recipe.steps_from(steps, epochs, DEFAULT_STEPS),
+        evaluate=lambda m, verbose: evaluate(m, verbose, num=test_size),
+        model_card=model_card,
+        output_dir=output_dir or Path(__file__).parent,
+        data=(
+            "pairs of sets of 100-150 samples of two random Gaussian "
+            "mixtures (Selby et al. Sec. 5.1.1) in d = 2..16, whitened "
+            "jointly (eq. 15, then a canonical rotation), labelled with a "
+            "Monte-Carlo estimate of KL(P || Q) over the points of X; "
+            "fresh pairs every batch"
+        ),
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        workers=workers,
+        verbose=verbose,
+        seed=SEED,
+    )
+
+
+HEADER = (
+    "| d | this model | k-NN (same sets) | paper, Equi (Table 1) | "
+    "paper, k-NN | mean true KL | beats k-NN |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
+def model_card(model, metrics):
+    rows = []
+    met = []
+    for d in TEST_DIMS:
+        ours, knn = metrics[f"mae_d{d}"], metrics[f"knn_mae_d{d}"]
+        met.append(ours < knn)
+        rows.append(
+            f"| {d} | {ours:.4f} | {knn:.4f} | "
+            f"{mst_recipe.PAPER_KL_MAE[d]:.4f} | "
+            f"{mst_recipe.PAPER_KNN_KL_MAE[d]:.4f} | "
+            f"{metrics[f'mean_label_d{d}']:.3f} | "
+            f"{'yes' if ours < knn else 'no'} |"
+        )
+    rows = "\n".join(rows)
+    verdict = (
+        "It beats the k-NN estimator at every tested dimension."
+        if all(met)
+        else "It does NOT beat the k-NN estimator at d = "
+        + ", ".join(
+            str(d) for d, ok in zip(TEST_DIMS, met, strict=True) if not ok
+        )
+        + f" after {metrics['fit']['steps']:,} training batches (the paper "
+        "trains 100,000); train longer (`--steps`) to close the gap."
+    )
+    return f"""# `{NAME}`
+
+A dimension-equivariant Multi-Set Transformer (Selby et al., "Learning
+Functions on Multiple Sets using Multi-Set Transformers", UAI 2022,
+Sec. 3.5 and 5.1.1) that estimates the KL divergence `KL(P || Q)` from a
+set of samples of `P` and a set of samples of `Q`, in any dimension
+d = 2..16 with one model.
+
+## Use
+
+```python
+import keras_msets
+
+kl = keras_msets.estimators.kl_divergence(x, y)  # x [n, d], y [m, d]
+kls = keras_msets.estimators.kl_divergence(xs, ys)  # batches of pairs
+model = keras_msets.zoo.load("{NAME}")  # the raw model
+```
+
+- Input of the estimator: numpy arrays, `x` `[n, d]` (samples of P) and
+  `y` `[m, d]` (samples of Q), at least d + 1 points each, trained on
+  100-150; or batches of them. It whitens each pair jointly (eq. 15, then
+  a rotation to canonical axes), so the estimate is invariant under any
+  invertible affine map applied to both sets.
+- Input of the model: `{{"sets": [x, y], "masks": [x_mask, y_mask]}}`,
+  whitened float32 sets `[batch, n, d]` and boolean masks `[batch, n]`.
+- Output: `[batch, 1]`, KL in nats (the estimator clips it at 0).
+- Parameters: {model.count_params():,}; no weight depends on d.
+
+{mst_recipe.training_text(NAME, TASK, metrics["fit"])}
+## Results
+
+Fresh test pairs never seen in training ({TEST_SIZE:,} per dimension,
+generator seed 2**32 + d), mean absolute error in nats. The k-NN
+column is the estimator of Wang, Kulkarni & Verdú (k = 1, the paper's
+baseline) measured on the same whitened sets in the same run. Re-measure
+with `keras-msets zoo evaluate {NAME}`.
+
+{HEADER}
+{rows}
+
+Target of the issue: below k-NN at d = 2, 4, 8, 16, aiming at the
+paper's 0.0726 / 0.1917 / 0.8002 / 4.70. {verdict}
+
+## Notes
+
+- One model for all of d = 2..16; the paper trained one per range
+  (1-3, 3-5, 7-9, 14-18 around d = 2, 4, 8, 16, App. B).
+- Loss: mean absolute error, as the authors' code (App. B is silent);
+  labels are neither clipped nor rescaled, though a few explode in high
+  d (Sec. 5.1.1): they dominate the error at d = 16.
+"""
+
+
+if __name__ == "__main__":
+    mst_recipe.command_line(train, __doc__.splitlines()[0], DEFAULT_STEPS)
