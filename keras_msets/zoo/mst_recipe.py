@@ -566,7 +566,8 @@ def evaluate_kl_divergence(
 
     For each `d`, `num` fresh pairs (Sec. 5.1.1 mixtures, 100-150 points
     per set, seed `seed + d`); the model reads them as
-    `keras_msets.estimators.kl_divergence` does (whitened, clipped at 0).
+    `keras_msets.estimators.pretrained.kl_divergence` does (whitened,
+    clipped at 0).
     The k-NN estimator of Wang et al. (k = 1, the paper's baseline) runs
     on the same whitened sets. Keys: `mae_d{d}`, `knn_mae_d{d}`,
     `mean_label_d{d}`.

@@ -5,7 +5,7 @@ Sec. 3.5 and 5.1.1, Table 1 "Multi-Set-Transformer-Equi") trained to
 estimate the KL divergence between the random Gaussian mixtures behind two
 sets of 100-150 samples, one model for every dimension d = 2..16 (the
 paper trains one model per dimension range). It is the model behind
-`keras_msets.estimators.kl_divergence`. Train it with
+`keras_msets.estimators.pretrained.kl_divergence`. Train it with
 
     KERAS_BACKEND=tensorflow python zoo/mst_kl_divergence/recipe.py
 
@@ -125,9 +125,10 @@ d = 2..16 with one model.
 
 ```python
 import keras_msets
+from keras_msets.estimators import pretrained
 
-kl = keras_msets.estimators.kl_divergence(x, y)  # x [n, d], y [m, d]
-kls = keras_msets.estimators.kl_divergence(xs, ys)  # batches of pairs
+kl = pretrained.kl_divergence(x, y)  # x [n, d], y [m, d]
+kls = pretrained.kl_divergence(xs, ys)  # batches of pairs
 model = keras_msets.zoo.load("{NAME}")  # the raw model
 ```
 

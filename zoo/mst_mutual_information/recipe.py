@@ -6,7 +6,7 @@ of Gaussians with standard normal marginals and componentwise correlation
 `rho` from 100-150 paired samples, shown as two sets as in the paper (the
 `"split"` mode of `keras_msets.data.mutual_information_sets`), one model
 for every dimension d = 2..20. It is the model behind
-`keras_msets.estimators.mutual_information`. Train it with
+`keras_msets.estimators.pretrained.mutual_information`. Train it with
 
     KERAS_BACKEND=tensorflow python zoo/mst_mutual_information/recipe.py
 
@@ -117,8 +117,9 @@ Gaussian data from samples, in any dimension d = 2..20 with one model.
 
 ```python
 import keras_msets
+from keras_msets.estimators import pretrained
 
-mi = keras_msets.estimators.mutual_information(x, y)  # x, y [n, d]
+mi = pretrained.mutual_information(x, y)  # x, y [n, d]
 model = keras_msets.zoo.load("{NAME}")  # the raw model
 ```
 

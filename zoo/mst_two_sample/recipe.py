@@ -3,7 +3,7 @@
 A Multi-Set Transformer (Selby et al., UAI 2022, Sec. 5.2.3, Table 4
 "synthetic") trained to say whether two sets of 10-30 points in d = 8
 come from the same random Gaussian mixture. It is the model behind
-`keras_msets.estimators.same_distribution_probability`. Train it with
+`keras_msets.estimators.pretrained.same_distribution_probability`. Train it with
 
     KERAS_BACKEND=tensorflow python zoo/mst_two_sample/recipe.py
 
@@ -98,8 +98,9 @@ distribution.
 
 ```python
 import keras_msets
+from keras_msets.estimators import pretrained
 
-p = keras_msets.estimators.same_distribution_probability(x, y)
+p = pretrained.same_distribution_probability(x, y)
 model = keras_msets.zoo.load("{NAME}")  # the raw model
 ```
 

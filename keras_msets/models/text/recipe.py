@@ -86,6 +86,20 @@ def _check_positive_int(value, name):
     return int(value)
 
 
+def _check_inputs(architecture, embedding, texts, labels):
+    """Validated (texts as strings, int32 labels) of one training run."""
+    _check_choice(architecture, ARCHITECTURES, "architecture")
+    _check_choice(embedding, EMBEDDING_VARIANTS, "embedding")
+    texts = [str(t) for t in texts]
+    labels = np.asarray(labels).astype(np.int32)
+    if labels.ndim != 1 or len(labels) != len(texts):
+        raise ValueError(
+            "`labels` must be 1-D with one label per text. Received "
+            f"{len(texts)} texts and labels of shape {labels.shape}"
+        )
+    return texts, labels
+
+
 def stratified_split(labels, fraction, seed=0):
     """Splits indices into `(keep, held_out)`, stratified by class.
 
@@ -319,15 +333,7 @@ def cross_validate(
         vocabulary found in GloVe, per fold), `folds` (the indices run),
         and `settings`.
     """
-    _check_choice(architecture, ARCHITECTURES, "architecture")
-    _check_choice(embedding, EMBEDDING_VARIANTS, "embedding")
-    texts = [str(t) for t in texts]
-    labels = np.asarray(labels).astype(np.int32)
-    if labels.ndim != 1 or len(labels) != len(texts):
-        raise ValueError(
-            "`labels` must be 1-D with one label per text. Received "
-            f"{len(texts)} texts and labels of shape {labels.shape}"
-        )
+    texts, labels = _check_inputs(architecture, embedding, texts, labels)
     num_classes = int(labels.max()) + 1
     settings = _settings(
         epochs,
@@ -480,15 +486,7 @@ def train_final(
         (`validation_accuracy`, `epochs_trained`, `seconds`, and
         `test_accuracy` when test data are given) and `settings`.
     """
-    _check_choice(architecture, ARCHITECTURES, "architecture")
-    _check_choice(embedding, EMBEDDING_VARIANTS, "embedding")
-    texts = [str(t) for t in texts]
-    labels = np.asarray(labels).astype(np.int32)
-    if labels.ndim != 1 or len(labels) != len(texts):
-        raise ValueError(
-            "`labels` must be 1-D with one label per text. Received "
-            f"{len(texts)} texts and labels of shape {labels.shape}"
-        )
+    texts, labels = _check_inputs(architecture, embedding, texts, labels)
     if (test_texts is None) != (test_labels is None):
         raise ValueError(
             "Pass both `test_texts` and `test_labels`, or neither."
