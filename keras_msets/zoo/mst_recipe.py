@@ -672,40 +672,25 @@ def steps_from(steps, epochs, default):
 def example_metadata(model, inputs, count=2):
     """A small JSON example of a dict-input model for `metadata.json`.
 
-    `{"input": {"sets": [x, y], "masks": [x_mask, y_mask]},
-    "input_dtype": {"sets": "float32", "masks": "bool"}, "output": ...}`
-    from the first `count` pairs of `inputs`; `example_inputs` turns it
-    back into arrays, so that every backend can check that it reproduces
-    the trained model's output.
+    The first `count` pairs of `inputs` as `{"sets": (x, y), "masks":
+    (x_mask, y_mask)}`, stored by `keras_msets.zoo.registry.
+    example_outputs`; `registry.example_input` turns it back into arrays,
+    so that every backend can check that it reproduces the trained
+    model's output.
     """
-    sets = [np.asarray(s[:count], dtype=np.float32) for s in inputs["sets"]]
-    masks = [np.asarray(m[:count], dtype=bool) for m in inputs["masks"]]
-    output = model.predict_on_batch(
-        {"sets": tuple(sets), "masks": tuple(masks)}
-    )
-    return {
-        "input": {
-            "sets": [s.tolist() for s in sets],
-            "masks": [m.tolist() for m in masks],
+    from keras_msets.zoo import registry
+
+    return registry.example_outputs(
+        model,
+        {
+            "sets": tuple(
+                np.asarray(s[:count], dtype=np.float32) for s in inputs["sets"]
+            ),
+            "masks": tuple(
+                np.asarray(m[:count], dtype=bool) for m in inputs["masks"]
+            ),
         },
-        "input_dtype": {"sets": "float32", "masks": "bool"},
-        "output": np.asarray(output, dtype=np.float64).tolist(),
-    }
-
-
-def example_inputs(example):
-    """The model input stored by `example_metadata`, as numpy arrays."""
-    dtypes = example["input_dtype"]
-    return {
-        "sets": tuple(
-            np.asarray(s, dtype=dtypes["sets"])
-            for s in example["input"]["sets"]
-        ),
-        "masks": tuple(
-            np.asarray(m, dtype=dtypes["masks"])
-            for m in example["input"]["masks"]
-        ),
-    }
+    )
 
 
 def run_recipe(

@@ -158,16 +158,62 @@ def train(name, output_dir=None, **kwargs):
     return load_recipe(name).train(output_dir=output_dir, **kwargs)
 
 
-def example_outputs(model, example_input):
-    """`{"input": ..., "output": ...}` lists for metadata.json."""
+def _encode(value):
+    """A tree of arrays as (a tree of lists, the same tree of dtypes)."""
     import numpy as np
 
-    output = model.predict(example_input, verbose=0)
+    if isinstance(value, dict):
+        pairs = {k: _encode(v) for k, v in value.items()}
+        return (
+            {k: v[0] for k, v in pairs.items()},
+            {k: v[1] for k, v in pairs.items()},
+        )
+    if isinstance(value, (builtins.list, tuple)):
+        pairs = [_encode(v) for v in value]
+        return [v[0] for v in pairs], [v[1] for v in pairs]
+    value = np.asarray(value)
+    return value.tolist(), str(value.dtype)
+
+
+def _decode(value, dtype):
+    import numpy as np
+
+    if isinstance(dtype, dict):
+        return {k: _decode(value[k], d) for k, d in dtype.items()}
+    if isinstance(dtype, builtins.list):
+        return tuple(_decode(v, d) for v, d in zip(value, dtype, strict=True))
+    return np.asarray(value, dtype=dtype)
+
+
+def example_outputs(model, example_input):
+    """`{"input": ..., "input_dtype": ..., "output": ...}` for metadata.json.
+
+    `example_input` is an array or a nest of arrays (dicts, lists and
+    tuples, as `model.predict` takes them); `input_dtype` mirrors its
+    structure with one dtype name per array. `example_input(example)`
+    rebuilds the arrays.
+    """
+    import numpy as np
+
+    if isinstance(example_input, builtins.list):
+        example_input = tuple(example_input)
+    output = model.predict_on_batch(example_input)
+    values, dtypes = _encode(example_input)
     return {
-        "input": np.asarray(example_input).tolist(),
-        "input_dtype": str(np.asarray(example_input).dtype),
+        "input": values,
+        "input_dtype": dtypes,
         "output": np.asarray(output, dtype="float64").tolist(),
     }
+
+
+def example_input(example):
+    """The model input stored by `example_outputs`, as numpy arrays.
+
+    Lists in the stored structure come back as tuples (Keras reads a
+    tuple of arrays as several inputs, a list possibly as one stacked
+    array).
+    """
+    return _decode(example["input"], example["input_dtype"])
 
 
 def save_preset(

@@ -338,7 +338,7 @@ def test_two_sample_recipe_end_to_end(tmp_path, monkeypatch):
     model = zoo.load(recipe.NAME)
     example = info["example"]
     np.testing.assert_allclose(
-        model.predict_on_batch(mst_recipe.example_inputs(example)),
+        model.predict_on_batch(registry.example_input(example)),
         example["output"],
         atol=1e-5,
     )

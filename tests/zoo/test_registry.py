@@ -68,11 +68,11 @@ def test_load_gives_an_uncompiled_model_with_the_recorded_size(name):
     )
     untrained = zoo.load(name, load_weights=False)
     example = zoo.info(name)["example"]
-    x = np.asarray(example["input"], dtype=example["input_dtype"])
-    trained_out = np.asarray(model.predict(x, verbose=0))
+    x = registry.example_input(example)
+    trained_out = np.asarray(model.predict_on_batch(x))
     assert np.all(np.isfinite(trained_out))
     assert not np.allclose(
-        trained_out, np.asarray(untrained.predict(x, verbose=0))
+        trained_out, np.asarray(untrained.predict_on_batch(x))
     )
 
 
@@ -148,6 +148,33 @@ def test_version_and_namespaces():
 def test_every_backend_reproduces_the_trained_model(name):
     """The preset was saved on one backend; this one must agree to 1e-5."""
     example = zoo.info(name)["example"]
-    x = np.asarray(example["input"], dtype=example["input_dtype"])
-    output = zoo.load(name).predict(x, verbose=0)
+    x = registry.example_input(example)
+    output = zoo.load(name).predict_on_batch(x)
     np.testing.assert_allclose(output, example["output"], atol=1e-5, rtol=1e-5)
+
+
+def test_examples_of_nested_inputs_round_trip_through_json():
+    import keras
+
+    x = keras.Input((3,), name="x")
+    mask = keras.Input((3,), name="mask", dtype="bool")
+    y = keras.layers.Lambda(
+        lambda t: keras.ops.sum(t[0] * keras.ops.cast(t[1], t[0].dtype), 1)
+    )([x, mask])
+    model = keras.Model({"x": x, "mask": mask}, y)
+    inputs = {
+        "x": np.arange(6, dtype="float32").reshape(2, 3),
+        "mask": np.array([[1, 0, 1], [0, 1, 1]], dtype=bool),
+    }
+    example = json.loads(json.dumps(registry.example_outputs(model, inputs)))
+    assert example["input_dtype"] == {"x": "float32", "mask": "bool"}
+    rebuilt = registry.example_input(example)
+    for key in inputs:
+        np.testing.assert_array_equal(rebuilt[key], inputs[key])
+        assert rebuilt[key].dtype == inputs[key].dtype
+    np.testing.assert_allclose(example["output"], [2.0, 9.0])
+    sets = registry.example_input(
+        {"input": [[1.0], [2.0, 3.0]], "input_dtype": ["float32", "int32"]}
+    )
+    assert isinstance(sets, tuple)
+    assert [s.dtype for s in sets] == [np.float32, np.int32]

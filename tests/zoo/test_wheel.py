@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from keras_msets import zoo
+from keras_msets.zoo import registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,14 +34,15 @@ CHECK = textwrap.dedent(
     import numpy as np
     import keras_msets
     from keras_msets import zoo
+    from keras_msets.zoo import registry
 
     out = {"file": keras_msets.__file__, "presets": zoo.list(), "outputs": {}}
     for name in zoo.list():
         example = zoo.info(name)["example"]
-        x = np.asarray(example["input"], dtype=example["input_dtype"])
+        x = registry.example_input(example)
         model = zoo.load(name)
         out["outputs"][name] = np.asarray(
-            model.predict(x, verbose=0)
+            model.predict_on_batch(x)
         ).tolist()
     print("RESULT" + json.dumps(out))
     """
@@ -125,8 +127,8 @@ def test_wheel_ships_presets_and_loads_offline(wheel, tmp_path):
     assert out["presets"] == zoo.list()
     for name in zoo.list():
         example = zoo.info(name)["example"]
-        x = np.asarray(example["input"], dtype=example["input_dtype"])
-        expected = zoo.load(name).predict(x, verbose=0)
+        x = registry.example_input(example)
+        expected = zoo.load(name).predict_on_batch(x)
         np.testing.assert_allclose(
             out["outputs"][name], expected, atol=1e-5, rtol=1e-5
         )
