@@ -817,6 +817,14 @@ def command_line(train, description, default_steps):
 def training_text(name, task, fit, extra=""):
     """The "Training" section of a model card."""
     paper = DEFAULTS[task]["paper_steps"]
+    paper_rate = DEFAULTS[task]["learning_rate"]
+    if fit["learning_rate"] == paper_rate:
+        rate_text = "(App. B)"
+    else:
+        rate_text = (
+            f"(App. B: {paper_rate:g}; raised for a run of "
+            f"{fit['steps'] / paper:.0%} of the paper's batches)"
+        )
     dims = fit.get("dims")
     if not dims:
         dims_text = ""
@@ -834,7 +842,7 @@ def training_text(name, task, fit, extra=""):
 `python zoo/{name}/recipe.py --steps N`) through
 `keras_msets.zoo.mst_recipe.fit_estimator`: {fit["steps"]:,} batches of
 {fit["batch_size"]} fresh pairs (the paper: {paper:,}), Adam at a constant
-learning rate {fit["learning_rate"]:g} (App. B), loss
+learning rate {fit["learning_rate"]:g} {rate_text}, loss
 `{fit["loss_function"]}`, seed {fit["seed"]}.{dims_text}{extra}
 Wall time {fit["seconds"]:.0f} s ({fit["steps_per_second"]:.3f} steps/s)
 on {keras.backend.backend()}.
