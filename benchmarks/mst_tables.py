@@ -1,0 +1,935 @@
+"""Tables 1, 2 and 4 of Selby et al. (UAI 2022): ours beside the paper's.
+
+Selby et al. ("Learning Functions on Multiple Sets using Multi-Set
+Transformers") compare their Multi-Set Transformer, its variants and
+ablations with single-set and union baselines on three kinds of tasks.
+This script trains every model that `keras_msets.models.
+build_multiset_model` provides on each task with the shared recipe of the
+zoo presets (`keras_msets.zoo.mst_recipe`: App. B settings, fresh batches
+every step through `fit_estimator`, fixed test sets never drawn in
+training) and prints our numbers beside the paper's:
+
+- `--table 1`: KL divergence between Gaussian mixtures (Sec. 5.1.1), mean
+  absolute error in d = 2, 4, 8, 16 (`--dims`), beside the k-NN estimator
+  of Wang et al. (k = 1) on the very same test pairs
+  (`evaluate_kl_divergence`). As in the paper, every model without
+  dimension equivariance is trained once per d, with App. B's widths:
+  latent size 16 * d and feedforward size 32 * d. The dimension-
+  equivariant model (Multi-Set-Transformer-Equi: 16 channels per
+  coordinate, feedforward 32) is also trained once per d, on the
+  neighbouring dimensions of App. B (1-3 for d = 2, 3-5 for d = 4, 7-9
+  for d = 8, 14-18 for d = 16; `--equivariant-dims exact` trains it on d
+  alone). Loss: mean absolute error (`mst_recipe.DEFAULTS`).
+- `--table 4`: synthetic distinguishability (Sec. 5.2.3): are two sets of
+  10-30 points in d = 8 drawn from the same Gaussian mixture? Accuracy on
+  fresh pairs (`evaluate_two_sample`); latent size 8, hidden size 16,
+  batch 256, learning rate 1e-5 (App. B), sigmoid output, binary
+  cross-entropy. The paper has no dimension-equivariant row here; ours is
+  run anyway (8 channels per coordinate, feedforward 16) and marked so.
+- `--table 2`: counting the classes two sets of images share (Sec.
+  5.2.1): accuracy of the rounded count and L1 error. Each image goes
+  through a CNN encoder pretrained as a classifier (`pretrain_encoder`),
+  then the set model (latent 128, hidden 256, a linear decoder), trained
+  end to end with the mean squared error. MNIST cannot be had offline:
+  `--source digits` (the default) uses scikit-learn's 8x8 digits with
+  App. B's MNIST settings (CNN of 32 and 64 filters, sets of 10-30,
+  1,000 pretraining batches, learning rate 3e-4) and is printed beside
+  the paper's MNIST column; `--source fashion_mnist` uses Fashion-MNIST
+  as `keras_msets.data.set_counting` does, as the stand-in for Omniglot
+  (sets of 6-10 drawn from 6-10 classes, App. B's Omniglot CNN and
+  settings: 300 pretraining batches, learning rate 1e-4), beside the
+  paper's Omniglot column. `mst_recipe` reads its counting images from
+  `mst_recipe.COUNTING_SOURCE` ("digits"); this script sets it for the
+  duration of a Fashion-MNIST row (`counting_source`). Its
+  `pretrain_encoder` runs whole epochs, `max(1, round(steps * 64 / N))`
+  of them: on Fashion-MNIST's 60,000 images, 300 steps become one epoch
+  of 938 batches. `mst_recipe.build_counting_model` wraps only
+  the Multi-Set Transformer, so this script builds the same wrapper
+  (`TimeDistributed(encoder, name="encode")`, then the set model) around
+  any model name; the dimension-equivariant model is left out (the
+  coordinates of a CNN embedding are not exchangeable, and the paper has
+  no such row).
+
+Differences from the paper, by default:
+- One run per model (`--seeds 0`; the paper reports the mean and standard
+  deviation of 3 runs: `--seeds 0 1 2`).
+- `--steps` defaults to the paper's (100,000 / 10,000 / 7,500 batches),
+  far beyond 2 CPU cores for the whole table; the printed table states
+  how many were run. Every row records its median seconds per training
+  step (first step, which compiles, excluded).
+- PINE (Gui et al.) is not implemented; its paper numbers are kept in the
+  dictionaries below but have no row of ours.
+- The Multi-Set RN pools each set with a max (Sec. 5: "max pooling
+  operations for both Lambda and Gamma"), the other models with PMA
+  (App. B), Single-Set RFF (Deep Sets) with a sum; the Union Transformer
+  marks each element with a one-hot set indicator (see `UnionTransformer`).
+- The relation networks store a `[batch, n, m, relation_dim]` tensor per
+  pair of sets and block: at batch 64 and 150 points the Multi-Set RN
+  needs about 8 GB at d = 2 and 66 GB at d = 16 (the Single-Set RN
+  half). A row whose estimate (`relation_memory_gb`) exceeds
+  `--max-relation-gb` (default 12: Table 1 then runs the Multi-Set RN at
+  d = 2 only, the Single-Set RN at d = 2 and 4) is skipped and listed as
+  such, not run. Tables 2 and 4 need less than 2 GB.
+- Drawing a batch of mixtures takes about as long as a small model's step
+  (KL: 0.25 s at d = 2, two-sample: 0.5 s for 256 pairs, on a busy CPU);
+  `--workers 2` draws the next batches in threads while the model trains
+  (the same batches: the numbers do not change).
+
+    KERAS_BACKEND=tensorflow python benchmarks/mst_tables.py --table 4 \
+        --steps 2000
+    KERAS_BACKEND=jax python benchmarks/mst_tables.py --table 1 \
+        --dims 2 4 --models multiset_transformer dimension_equivariant \
+        --steps 5000
+    KERAS_BACKEND=tensorflow python benchmarks/mst_tables.py --table 2 \
+        --steps 2000 --source fashion_mnist
+
+Writes `benchmarks/results/mst_table{N}.json` (Table 2 on Fashion-MNIST:
+`mst_table2_fashion_mnist.json`) after every (model, d, seed) row; a rerun
+with the same settings skips the rows already there (`--models`, `--dims`
+and `--seeds` only choose rows, they are not settings), a rerun with other
+settings stops unless `--restart` (or another `--output`) is given. At the
+end it prints a markdown table of every saved row for
+`benchmarks/RESULTS.md`: ours, the paper's, steps, seconds, parameters.
+"""
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from complex_order_table2 import _load_previous  # noqa: E402
+
+from keras_msets.models import MULTISET_MODEL_NAMES  # noqa: E402
+from keras_msets.models import build_multiset_model  # noqa: E402
+from keras_msets.zoo import mst_recipe  # noqa: E402
+
+TABLES = (1, 2, 4)
+TASKS = {1: "kl_divergence", 2: "counting", 4: "two_sample"}
+DEFAULT_DIMS = (2, 4, 8, 16)
+SOURCES = ("digits", "fashion_mnist")
+
+# The paper's tables as printed: mean and standard deviation over 3 runs
+# (the k-NN estimator: one number, no deviation). Row names as in the paper.
+PAPER_TABLE1 = {  # KL divergence, mean absolute error; d -> (mean, std)
+    "KNN": {2: (0.2047, None), 4: (0.5662, None), 8: (4.0584, None),
+            16: (28.0382, None)},
+    "PINE": {2: (0.1737, 0.0003), 4: (0.4958, 0.0011), 8: (2.0804, 0.0004),
+             16: (10.534, 0.0109)},
+    "Single-Set RFF": {2: (0.1219, 0.0114), 4: (0.4400, 0.0159),
+                       8: (1.7770, 0.0119), 16: (8.0078, 0.1636)},
+    "Single-Set RN": {2: (0.1555, 0.0007), 4: (0.5264, 0.0019),
+                      8: (2.1425, 0.0032), 16: (9.5963, 1.6214)},
+    "Single-Set ST": {2: (0.0732, 0.0032), 4: (0.2601, 0.0043),
+                      8: (1.6885, 0.0337), 16: (7.5911, 0.2125)},
+    "Union Transformer": {2: (0.1747, 0.0004), 4: (0.4990, 0.0006),
+                          8: (2.2665, 0.0006), 16: (9.7316, 0.0457)},
+    "Multi-Set Transformer": {2: (0.0731, 0.0011), 4: (0.1903, 0.0082),
+                              8: (0.9212, 0.0186), 16: (11.105, 0.0717)},
+    "Multi-Set RN": {2: (0.1061, 0.0020), 4: (0.3926, 0.0144),
+                     8: (1.5170, 0.0430), 16: (7.4002, 0.1263)},
+    "Cross-Only": {2: (0.0792, 0.0019), 4: (0.1968, 0.0014),
+                   8: (0.9926, 0.0351), 16: (5.4214, 0.1694)},
+    "Sum-Merge": {2: (0.0699, 0.0008), 4: (0.1953, 0.0047),
+                  8: (0.9320, 0.0138), 16: (10.5080, 0.0662)},
+    "Multi-Set-Transformer-Equi": {2: (0.0726, 0.0017), 4: (0.1917, 0.0020),
+                                   8: (0.8002, 0.0222), 16: (4.7000, 0.2966)},
+}  # fmt: skip
+PAPER_TABLE2 = {  # counting; dataset -> metric -> (mean, std)
+    "Pine": {
+        "omniglot": {"accuracy": (0.6618, 0.0133), "l1": (0.8237, 0.0056)},
+        "mnist": {"accuracy": (0.4682, 0.0039), "l1": (1.2438, 0.0413)},
+    },
+    "Single-Set RFF": {
+        "omniglot": {"accuracy": (0.6310, 0.0021), "l1": (0.8915, 0.0424)},
+        "mnist": {"accuracy": (0.4421, 0.0122), "l1": (1.3633, 0.0282)},
+    },
+    "Single-Set RN": {
+        "omniglot": {"accuracy": (0.6724, 0.0059), "l1": (0.8110, 0.0094)},
+        "mnist": {"accuracy": (0.5369, 0.0977), "l1": (1.0971, 0.2182)},
+    },
+    "Single-Set Transformer": {
+        "omniglot": {"accuracy": (0.7242, 0.0031), "l1": (0.7329, 0.0056)},
+        "mnist": {"accuracy": (0.9123, 0.0338), "l1": (0.4664, 0.0622)},
+    },
+    "Union Transformer": {
+        "omniglot": {"accuracy": (0.6296, 0.0009), "l1": (0.8680, 0.0094)},
+        "mnist": {"accuracy": (0.5339, 0.0034), "l1": (1.1110, 0.0055)},
+    },
+    "Multi-Set Transformer": {
+        "omniglot": {"accuracy": (0.8538, 0.0077), "l1": (0.5431, 0.0115)},
+        "mnist": {"accuracy": (0.9746, 0.0038), "l1": (0.3136, 0.0124)},
+    },
+    "Multi-Set RN": {
+        "omniglot": {"accuracy": (0.8699, 0.0048), "l1": (0.5166, 0.0076)},
+        "mnist": {"accuracy": (0.9782, 0.0104), "l1": (0.3184, 0.0564)},
+    },
+    "Cross-Only": {
+        "omniglot": {"accuracy": (0.8189, 0.0342), "l1": (0.5929, 0.0516)},
+        "mnist": {"accuracy": (0.9723, 0.0015), "l1": (0.3128, 0.0109)},
+    },
+    "Sum-Merge": {
+        "omniglot": {"accuracy": (0.8544, 0.0071), "l1": (0.5416, 0.0080)},
+        "mnist": {"accuracy": (0.9784, 0.0011), "l1": (0.2600, 0.0151)},
+    },
+}
+PAPER_TABLE4 = {  # distinguishability accuracy; column -> (mean, std)
+    "PINE": {"synthetic": (0.5012, 0.0020), "meta_dataset": (0.5048, 0.0028)},
+    "Single-Set RFF": {"synthetic": (0.5005, 0.0018),
+                       "meta_dataset": (0.7831, 0.0069)},
+    "Single-Set RN": {"synthetic": (0.4997, 0.0013),
+                      "meta_dataset": (0.7981, 0.0642)},
+    "Single-Set Transformer": {"synthetic": (0.6039, 0.0178),
+                               "meta_dataset": (0.8811, 0.0092)},
+    "Union Transformer": {"synthetic": (0.5908, 0.0057),
+                          "meta_dataset": (0.7432, 0.0163)},
+    "Multi-Set Transformer": {"synthetic": (0.7289, 0.0353),
+                              "meta_dataset": (0.8922, 0.0142)},
+    "Multi-Set RN": {"synthetic": (0.7350, 0.0094),
+                     "meta_dataset": (0.8679, 0.0111)},
+    "Cross-Only": {"synthetic": (0.6353, 0.0191),
+                   "meta_dataset": (0.9043, 0.0093)},
+    "Sum-Merge": {"synthetic": (0.6292, 0.0101),
+                  "meta_dataset": (0.8683, 0.0073)},
+}  # fmt: skip
+PAPER_TABLES = {1: PAPER_TABLE1, 2: PAPER_TABLE2, 4: PAPER_TABLE4}
+
+# Model name -> the paper's row name (Table 1 abbreviates Single-Set ST;
+# Table 2 writes "Pine"), in the paper's order.
+PAPER_ROWS = {
+    "single_set_deepsets": "Single-Set RFF",
+    "single_set_rn": "Single-Set RN",
+    "single_set_transformer": "Single-Set Transformer",
+    "union_transformer": "Union Transformer",
+    "multiset_transformer": "Multi-Set Transformer",
+    "multiset_rn": "Multi-Set RN",
+    "cross_only": "Cross-Only",
+    "sum_merge": "Sum-Merge",
+    "dimension_equivariant": "Multi-Set-Transformer-Equi",
+}
+MODEL_ORDER = tuple(PAPER_ROWS)
+TABLE_MODELS = {
+    1: MODEL_ORDER,
+    4: MODEL_ORDER,
+    2: tuple(n for n in MODEL_ORDER if n != "dimension_equivariant"),
+}
+# App. B: "The dimension-equivariant model was trained across data of
+# multiple dimensions (1-3 for d = 2, 3-5 for d = 4, 7-9 for d = 8 and
+# 14-18 for d = 16)."
+EQUIVARIANT_TRAIN_DIMS = {
+    2: (1, 2, 3),
+    4: (3, 4, 5),
+    8: (7, 8, 9),
+    16: (14, 15, 16, 17, 18),
+}
+# Table 2, per source: the paper's column, App. B's encoder settings and
+# the set sizes of the data set it stands in for (`set_counting`).
+COUNTING = {
+    "digits": {
+        "paper_dataset": "mnist",
+        "paper_name": "MNIST",
+        "label": "scikit-learn digits 8x8 (our MNIST substitute)",
+        "image_shape": (8, 8, 1),
+        "filters": (32, 64),
+        "set_size": (10, 30),
+        "pretrain_steps": 1000,
+        "learning_rate": 3e-4,
+    },
+    "fashion_mnist": {
+        "paper_dataset": "omniglot",
+        "paper_name": "Omniglot",
+        "label": "Fashion-MNIST, 10 classes (our Omniglot substitute)",
+        "image_shape": (28, 28, 1),
+        "filters": (32, 32, 64, 128),
+        "set_size": (6, 10),
+        "pretrain_steps": 300,
+        "learning_rate": 1e-4,
+    },
+}
+# Hidden `--tiny`: small graphs that compile fast (the smoke test).
+TINY = {
+    "latent_dim": 4,
+    "ff_dim": 4,
+    "num_blocks": 1,
+    "num_heads": 1,
+    "pooling": "mean",
+    "decoder_units": [],
+}
+TINY_COUNTING = dict(TINY, filters=[2])
+RELATION_MODELS = {"multiset_rn": 4, "single_set_rn": 2}  # pairs of sets
+
+
+def paper_row(table, name):
+    row = PAPER_ROWS[name]
+    if table == 1 and name == "single_set_transformer":
+        return "Single-Set ST"
+    return row
+
+
+def paper_value(table, name, d=None, source="digits"):
+    """The paper's numbers for one row of ours (None: not in the paper)."""
+    row = PAPER_TABLES[table].get(paper_row(table, name))
+    if row is None:
+        return None
+    if table == 1:
+        return {"mae": row.get(d), "knn_mae": PAPER_TABLE1["KNN"].get(d)}
+    if table == 4:
+        return {"accuracy": row["synthetic"]}
+    return dict(row[COUNTING[source]["paper_dataset"]])
+
+
+# Models ----------------------------------------------------------------------
+
+
+def model_arguments(table, name, d=None, overrides=None):
+    """App. B's arguments of model `name` for `table` (before overrides)."""
+    kwargs = {"num_blocks": 4, "num_heads": 4}
+    if table == 1:
+        # "a latent size of 16 per input dimension and feedforward size
+        # of 32 per input dimension"; the equivariant model has 16
+        # channels per coordinate whatever d.
+        scale = 1 if name == "dimension_equivariant" else d
+        kwargs.update(latent_dim=16 * scale, ff_dim=32 * scale)
+    elif table == 4:
+        kwargs.update(latent_dim=8, ff_dim=16, output_activation="sigmoid")
+    else:
+        kwargs.update(latent_dim=128, ff_dim=256, decoder_units=[])
+    kwargs.update(overrides or {})
+    return kwargs
+
+
+def build_omniglot_encoder(
+    image_shape=(28, 28, 1),
+    latent_dim=128,
+    filters=(32, 32, 64, 128),
+    name="encoder",
+):
+    """App. B's Omniglot CNN: one image to a vector.
+
+    A 7x7 convolution with stride 2 and `filters[0]` filters, then one
+    block per further entry of `filters` (two 3x3 convolutions and a 2x2
+    max pool), then a linear projection to `latent_dim`.
+    """
+    layers = [
+        keras.layers.Input(image_shape),
+        keras.layers.Conv2D(
+            filters[0],
+            7,
+            strides=2,
+            padding="same",
+            activation="relu",
+            name="conv_in",
+        ),
+    ]
+    for i, f in enumerate(filters[1:]):
+        for part in ("a", "b"):
+            layers.append(
+                keras.layers.Conv2D(
+                    f,
+                    3,
+                    padding="same",
+                    activation="relu",
+                    name=f"conv_{i}{part}",
+                )
+            )
+        layers.append(keras.layers.MaxPooling2D(name=f"pool_{i}"))
+    layers += [
+        keras.layers.Flatten(name="flatten"),
+        keras.layers.Dense(latent_dim, name="projection"),
+    ]
+    return keras.Sequential(layers, name=name)
+
+
+def build_counting_model(name, source="digits", filters=None, **kwargs):
+    """A CNN encoder and the set model `name`, for counting shared classes.
+
+    `mst_recipe.build_counting_model` with any model of
+    `build_multiset_model` inside: every image of both sets goes through
+    one encoder (`TimeDistributed` layer `"encode"`, as
+    `mst_recipe.pretrain_encoder` expects), the encoded sets through the
+    set model. `kwargs` are the set model's arguments (`latent_dim` is
+    also the encoder's output size).
+    """
+    spec = COUNTING[source]
+    filters = tuple(filters or spec["filters"])
+    latent_dim = kwargs["latent_dim"]
+    if source == "digits":
+        encoder = mst_recipe.build_image_encoder(
+            spec["image_shape"], latent_dim, filters
+        )
+    else:
+        encoder = build_omniglot_encoder(
+            spec["image_shape"], latent_dim, filters
+        )
+    sets = [
+        keras.Input((None,) + spec["image_shape"], name=n) for n in ("x", "y")
+    ]
+    masks = [
+        keras.Input((None,), dtype="bool", name=n) for n in ("x_mask", "y_mask")
+    ]
+    encode = keras.layers.TimeDistributed(encoder, name="encode")
+    inner = build_multiset_model(name, **kwargs)
+    output = inner({"sets": [encode(s) for s in sets], "masks": masks})
+    return keras.Model(
+        {"sets": sets, "masks": masks}, output, name=f"counting_{name}"
+    )
+
+
+def relation_memory_gb(table, name, kwargs, batch_size):
+    """Estimated GB of the relation networks' pair tensors in one step.
+
+    Per pair of sets and block, the forward pass keeps for the backward
+    pass the hidden layer `[batch, n, n, relation_dim]` and the output
+    `[batch, n, n, latent]` of `theta` (float32), `n` the largest set
+    size. 0 for the models without relation blocks.
+    """
+    pairs = RELATION_MODELS.get(name)
+    if pairs is None:
+        return 0.0
+    if kwargs.get("cross_only"):
+        pairs //= 2
+    latent = kwargs["latent_dim"]
+    relation = kwargs.get("relation_dim") or 2 * latent
+    task = TASKS[table]
+    n = mst_recipe.DEFAULTS[task]["set_size"][1]
+    values = batch_size * n * n * (relation + latent) * pairs
+    return values * kwargs["num_blocks"] * 4 / 2**30
+
+
+class StepTimer(keras.callbacks.Callback):
+    """Times training steps: the interval between consecutive batches.
+
+    `median_seconds` leaves out the first step (which compiles) and counts
+    each step from its start to the start of the next (the last to the end
+    of training), so the time to draw a batch is included.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.starts = []
+        self.end = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.starts.append(time.perf_counter())
+
+    def on_train_end(self, logs=None):
+        self.end = time.perf_counter()
+
+    def median_seconds(self):
+        marks = self.starts + [self.end]
+        steps = np.diff(marks)[1:]
+        return float(np.median(steps)) if len(steps) else None
+
+
+@contextlib.contextmanager
+def counting_source(source):
+    """`mst_recipe` reads its counting images from `COUNTING_SOURCE`."""
+    saved = mst_recipe.COUNTING_SOURCE
+    mst_recipe.COUNTING_SOURCE = source
+    try:
+        yield
+    finally:
+        mst_recipe.COUNTING_SOURCE = saved
+
+
+# Rows ------------------------------------------------------------------------
+
+
+def train_dims(args, name, d):
+    if args.table == 4:
+        return (mst_recipe.TWO_SAMPLE_DIM,)
+    if args.table == 2:
+        return None
+    if name == "dimension_equivariant" and args.equivariant_dims == "paper":
+        return EQUIVARIANT_TRAIN_DIMS.get(d, (max(1, d - 1), d, d + 1))
+    return (d,)
+
+
+def run_row(args, name, d, seed):
+    """Trains and evaluates one (model, d, seed) row; returns its record."""
+    table, task = args.table, TASKS[args.table]
+    defaults = mst_recipe.DEFAULTS[task]
+    batch_size = args.batch_size or defaults["batch_size"]
+    learning_rate = args.learning_rate or defaults["learning_rate"]
+    source = args.source if table == 2 else None
+    set_size = None
+    record = {}
+    keras.utils.set_random_seed(seed)
+    kwargs = model_arguments(table, name, d, args.overrides)
+    if table == 2:
+        spec = COUNTING[source]
+        learning_rate = args.learning_rate or spec["learning_rate"]
+        set_size = spec["set_size"]
+        model = build_counting_model(name, source, **kwargs)
+    else:
+        model = build_multiset_model(name, **kwargs)
+    dims = train_dims(args, name, d)
+    timer = StepTimer()
+    with counting_source(source or mst_recipe.COUNTING_SOURCE):
+        if table == 2:
+            pretrain_steps = args.pretrain_steps or spec["pretrain_steps"]
+            start = time.perf_counter()
+            record["pretrain_accuracy"] = mst_recipe.pretrain_encoder(
+                model,
+                steps=pretrain_steps,
+                learning_rate=learning_rate,
+                seed=seed,
+            )
+            record["pretrain_steps"] = pretrain_steps
+            record["pretrain_seconds"] = round(time.perf_counter() - start, 1)
+        fit = mst_recipe.fit_estimator(
+            model,
+            task,
+            None if dims is None else (dims[0] if len(dims) == 1 else dims),
+            steps=args.steps,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            seed=seed,
+            set_size=set_size,
+            epoch_steps=args.epoch_steps,
+            callbacks=[timer],
+            verbose=args.verbose,
+            workers=args.workers,
+        )
+        start = time.perf_counter()
+        if table == 1:
+            metrics = mst_recipe.evaluate_kl_divergence(
+                model, dims=(d,), num=args.test_size
+            )
+            ours = {"mae": metrics[f"mae_d{d}"]}
+            ours["knn_mae"] = metrics[f"knn_mae_d{d}"]
+        elif table == 4:
+            metrics = mst_recipe.evaluate_two_sample(model, num=args.test_size)
+            ours = {"accuracy": metrics["accuracy"]}
+        else:
+            metrics = mst_recipe.evaluate_counting(model, num=args.test_size)
+            ours = dict(metrics)
+        eval_seconds = time.perf_counter() - start
+    record.update(
+        {
+            "model": name,
+            "paper_row": paper_row(table, name),
+            "d": d,
+            "seed": seed,
+            "train_dims": None if dims is None else list(dims),
+            "ours": ours,
+            "paper": paper_value(table, name, d, source),
+            "metrics": metrics,
+            "steps": fit["steps"],
+            "paper_steps": defaults["paper_steps"],
+            "batch_size": fit["batch_size"],
+            "learning_rate": fit["learning_rate"],
+            "loss_function": fit["loss_function"],
+            "final_loss": fit["loss"][-1],
+            "train_seconds": fit["seconds"],
+            "seconds_per_step": timer.median_seconds(),
+            "eval_seconds": round(eval_seconds, 1),
+            "params": int(model.count_params()),
+            "model_arguments": kwargs,
+        }
+    )
+    return record
+
+
+# Output ----------------------------------------------------------------------
+
+
+def _format(value, std=None, digits=4):
+    if value is None:
+        return "—"
+    text = f"{value:.{digits}f}"
+    if std is not None:
+        text += f" ± {std:.{digits}f}"
+    return text
+
+
+def _paper_text(pair):
+    if pair is None:
+        return "not in paper"
+    return _format(*pair)
+
+
+def _ours_text(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "—"
+    std = statistics.stdev(values) if len(values) > 1 else None
+    return _format(float(np.mean(values)), std)
+
+
+def _row_key(record):
+    return (record["model"], record["d"], record["seed"])
+
+
+def _sort_key(key):
+    name, d, seed = key
+    return (MODEL_ORDER.index(name), d or 0, seed)
+
+
+def grouped(results):
+    """Saved records grouped by (model, d), in the paper's order."""
+    groups = {}
+    for key in sorted(results, key=_sort_key):
+        groups.setdefault(key[:2], []).append(results[key])
+    return groups
+
+
+def summary_lines(args, results):
+    """What was run, against the paper's protocol."""
+    task = TASKS[args.table]
+    paper_steps = mst_recipe.DEFAULTS[task]["paper_steps"]
+    steps = sorted({r["steps"] for r in results.values()}) or [args.steps]
+    seeds = sorted({r["seed"] for r in results.values()}) or args.seeds
+    pretrain = ""
+    if args.table == 2:
+        count = args.pretrain_steps or COUNTING[args.source]["pretrain_steps"]
+        pretrain = f" (+ {count:,} encoder pretraining steps; paper: "
+        pretrain += "1,000 MNIST / 300 Omniglot)"
+    lines = [
+        f"Table {args.table} ({task}), backend {keras.backend.backend()}: "
+        f"{', '.join(f'{s:,}' for s in steps)} training steps per model "
+        f"against the paper's {paper_steps:,}{pretrain}; seeds {seeds} (the "
+        f"paper: mean ± std of 3 runs); {args.test_size:,} fresh test "
+        f"{'sets' if args.table == 2 else 'pairs'}"
+        + (" per d." if args.table == 1 else "."),
+    ]
+    if args.table == 1:
+        lines.append(
+            "Every model except Multi-Set-Transformer-Equi is trained per d "
+            "with latent 16d, feedforward 32d (App. B); the Equi model is "
+            "trained per d on "
+            + (
+                "App. B's neighbouring dimensions (train_dims)."
+                if args.equivariant_dims == "paper"
+                else "d only."
+            )
+            + " k-NN: Wang et al. (k = 1) on our test pairs. PINE: not run."
+        )
+    elif args.table == 2:
+        spec = COUNTING[args.source]
+        lines.append(
+            f"Ours: {spec['label']}; paper: "
+            f"{spec['paper_name']} column. PINE: not run."
+        )
+    else:
+        lines.append(
+            "Synthetic distinguishability, d = 8 (the paper's 'Synthetic' "
+            "column). PINE: not run."
+        )
+    if args.overrides:
+        lines.append(f"Model overrides (not App. B): {args.overrides}")
+    return lines
+
+
+def markdown_table(args, results, skipped):
+    per_step = "s/step (median)"
+    tail = f"| runs | steps | {per_step} | train s | params |"
+    if args.table == 1:
+        head = (
+            "| model | d | ours: MAE | ours: k-NN MAE | paper: MAE "
+            "| paper: k-NN MAE " + tail
+        )
+        columns = 11
+    elif args.table == 4:
+        head = "| model | ours: accuracy | paper: accuracy (synthetic) " + tail
+        columns = 8
+    else:
+        name = COUNTING[args.source]["paper_name"]
+        head = (
+            "| model | ours: accuracy | ours: L1 | paper: accuracy "
+            f"({name}) | paper: L1 ({name}) " + tail
+        )
+        columns = 10
+    lines = [head, "|---|" + "---:|" * (columns - 1)]
+    for (_, d), records in grouped(results).items():
+        first = records[0]
+        paper = first["paper"] or {}
+        ours = {key: [r["ours"][key] for r in records] for key in first["ours"]}
+        cells = [first["paper_row"]]
+        if args.table == 1:
+            cells += [
+                str(d),
+                _ours_text(ours["mae"]),
+                _ours_text(ours["knn_mae"]),
+                _paper_text(paper.get("mae")),
+                _paper_text(paper.get("knn_mae")),
+            ]
+        elif args.table == 4:
+            cells += [
+                _ours_text(ours["accuracy"]),
+                _paper_text(paper.get("accuracy")),
+            ]
+        else:
+            cells += [
+                _ours_text(ours["accuracy"]),
+                _ours_text(ours["l1"]),
+                _paper_text(paper.get("accuracy")),
+                _paper_text(paper.get("l1")),
+            ]
+        step_times = [
+            r["seconds_per_step"]
+            for r in records
+            if r["seconds_per_step"] is not None
+        ]
+        cells += [
+            str(len(records)),
+            f"{first['steps']:,}",
+            f"{np.mean(step_times):.3f}" if step_times else "—",
+            f"{np.mean([r['train_seconds'] for r in records]):.0f}",
+            f"{first['params']:,}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    for s in skipped:
+        where = f" d = {s['d']}" if args.table == 1 else ""
+        lines.append(
+            f"| {paper_row(args.table, s['model'])}{where}: skipped, "
+            f"{s['reason']} |" + " |" * (columns - 1)
+        )
+    return "\n".join(lines)
+
+
+def settings_of(args):
+    """The settings that decide the numbers (a rerun must match them)."""
+    settings = {
+        "table": args.table,
+        "steps": args.steps,
+        "test_size": args.test_size,
+        "batch_size": args.batch_size,
+        "learning_rate": args.learning_rate,
+        "epoch_steps": args.epoch_steps,
+        "model_overrides": args.overrides,
+        "backend": keras.backend.backend(),
+    }
+    if args.table == 1:
+        settings["equivariant_dims"] = args.equivariant_dims
+    if args.table == 2:
+        settings["source"] = args.source
+        settings["pretrain_steps"] = args.pretrain_steps
+    return json.loads(json.dumps(settings))
+
+
+def _write(path, args, settings, command, results, skipped, seconds):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "settings": {"command": command, "numbers": settings},
+        "table": args.table,
+        "summary": summary_lines(args, results),
+        "paper": {
+            row: {str(k): v for k, v in values.items()}
+            for row, values in PAPER_TABLES[args.table].items()
+        },
+        "results": [results[k] for k in sorted(results, key=_sort_key)],
+        "skipped": skipped,
+        "seconds": round(seconds, 1),
+    }
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(payload, indent=2) + "\n")
+    temporary.replace(path)
+
+
+# Command line ----------------------------------------------------------------
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", type=int, choices=TABLES, required=True)
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=MULTISET_MODEL_NAMES,
+        default=None,
+        help="default: every model of the table",
+    )
+    parser.add_argument(
+        "--dims",
+        nargs="+",
+        type=int,
+        default=None,
+        help="Table 1 only (default 2 4 8 16)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="training batches per model (default: the paper's, "
+        "100,000 / 10,000 / 7,500 for Tables 1 / 2 / 4)",
+    )
+    parser.add_argument(
+        "--test-size",
+        type=int,
+        default=None,
+        help="test pairs (per d): default 1000 (Tables 1, 2), 2000 (4)",
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="default: App. B's"
+    )
+    parser.add_argument(
+        "--learning-rate", type=float, default=None, help="default: App. B's"
+    )
+    parser.add_argument(
+        "--equivariant-dims",
+        choices=("paper", "exact"),
+        default="paper",
+        help="Table 1: train the equivariant model per d on App. B's "
+        "neighbouring dimensions (paper) or on d alone (exact)",
+    )
+    parser.add_argument("--source", choices=SOURCES, default="digits")
+    parser.add_argument(
+        "--pretrain-steps",
+        type=int,
+        default=None,
+        help="Table 2: encoder pretraining batches (default: App. B's, "
+        "1000 digits / 300 fashion_mnist)",
+    )
+    parser.add_argument(
+        "--max-relation-gb",
+        type=float,
+        default=12.0,
+        help="skip relation-network rows whose pair tensors need more",
+    )
+    parser.add_argument("--epoch-steps", type=int, default=500)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="threads drawing the training batches (1: in turn with the "
+        "steps; the batches, hence the numbers, are the same for any value)",
+    )
+    parser.add_argument("--verbose", type=int, default=2)
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--restart", action="store_true")
+    parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    task = TASKS[args.table]
+    if args.dims is not None and args.table != 1:
+        parser.error("--dims applies to --table 1 only")
+    if (
+        args.table == 2
+        and args.models
+        and "dimension_equivariant" in args.models
+    ):
+        parser.error(
+            "--table 2 has no dimension_equivariant model (the coordinates "
+            "of a CNN embedding are not exchangeable)"
+        )
+    args.models = args.models or list(TABLE_MODELS[args.table])
+    args.dims = {
+        1: tuple(args.dims or DEFAULT_DIMS),
+        2: (None,),
+        4: (mst_recipe.TWO_SAMPLE_DIM,),
+    }[args.table]
+    args.steps = args.steps or mst_recipe.DEFAULTS[task]["paper_steps"]
+    args.test_size = args.test_size or (2000 if args.table == 4 else 1000)
+    args.overrides = None
+    if args.tiny:
+        args.overrides = dict(TINY_COUNTING if args.table == 2 else TINY)
+    if args.output is None:
+        name = f"mst_table{args.table}"
+        if args.table == 2 and args.source != "digits":
+            name += f"_{args.source}"
+        if args.tiny:
+            name += "_tiny"
+        args.output = HERE / "results" / f"{name}.json"
+    return args
+
+
+def main(argv=None, model_overrides=None):
+    """Runs the rows not saved yet; returns the settings and all records.
+
+    `model_overrides` (like the hidden `--tiny`) replace App. B's model
+    arguments of every row (e.g. tiny widths in tests).
+    """
+    args = parse_args(argv)
+    if model_overrides is not None:
+        args.overrides = dict(args.overrides or {}, **model_overrides)
+    settings = settings_of(args)
+    command = "KERAS_BACKEND={} python benchmarks/mst_tables.py {}".format(
+        keras.backend.backend(),
+        " ".join(sys.argv[1:] if argv is None else argv),
+    ).strip()
+    results = {}
+    if not args.restart:
+        results = _load_previous(args.output, settings, key=_row_key)
+        if not results and args.output.is_file():
+            saved = json.loads(args.output.read_text())
+            if saved.get("results"):
+                raise SystemExit(
+                    f"{args.output} holds results of other settings "
+                    f"({saved['settings']['numbers']}); pass --restart to "
+                    "replace them or --output to write elsewhere."
+                )
+        results = {tuple(k): v for k, v in results.items()}
+    for line in summary_lines(args, {}):
+        print(line, flush=True)
+    start = time.perf_counter()
+    skipped = []
+    task = TASKS[args.table]
+    batch_size = args.batch_size or mst_recipe.DEFAULTS[task]["batch_size"]
+    for name in sorted(args.models, key=MODEL_ORDER.index):
+        for d in args.dims:
+            label = name if d is None else f"{name} d={d}"
+            kwargs = model_arguments(args.table, name, d, args.overrides)
+            memory = relation_memory_gb(args.table, name, kwargs, batch_size)
+            if memory > args.max_relation_gb:
+                reason = (
+                    f"its pair tensors need about {memory:.1f} GB "
+                    f"(> --max-relation-gb {args.max_relation_gb:g})"
+                )
+                skipped.append({"model": name, "d": d, "reason": reason})
+                print(f"{label}: skipped, {reason}", flush=True)
+                continue
+            for seed in args.seeds:
+                key = (name, d, seed)
+                if key in results:
+                    print(f"{label} seed={seed}: done before", flush=True)
+                    continue
+                record = run_row(args, name, d, seed)
+                results[key] = record
+                print(
+                    f"{label} seed={seed}: ours {record['ours']}, "
+                    f"paper {record['paper']}, {record['steps']} steps in "
+                    f"{record['train_seconds']:.0f} s",
+                    flush=True,
+                )
+                _write(
+                    args.output,
+                    args,
+                    settings,
+                    command,
+                    results,
+                    skipped,
+                    time.perf_counter() - start,
+                )
+    _write(
+        args.output,
+        args,
+        settings,
+        command,
+        results,
+        skipped,
+        time.perf_counter() - start,
+    )
+    print()
+    for line in summary_lines(args, results):
+        print(line)
+    print()
+    print(markdown_table(args, results, skipped))
+    return {
+        "settings": settings,
+        "results": results,
+        "skipped": skipped,
+        "output": str(args.output),
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""The Tables 1, 2 and 4 benchmark runs end to end on tiny models.
+
+No real training: two cheap models per table train for 2 steps with tiny
+widths (the hidden `--tiny`) and are scored on a few test pairs. What is
+checked does not depend on training: the saved rows and their settings,
+the k-NN baseline on the very test pairs of the models, the paper's
+numbers beside ours, App. B's widths, the memory skip of the relation
+networks and that a rerun trains nothing.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_msets.estimators import classical
+from keras_msets.zoo import mst_recipe
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_tables.py"
+SMALL = ["--steps", "2", "--batch-size", "4", "--tiny", "--verbose", "0"]
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("mst_tables", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paper_numbers_and_app_b_widths():
+    script = _load_script()
+    table1 = script.PAPER_TABLE1
+    # The recipe's constants were typed from the same tables.
+    for d, value in mst_recipe.PAPER_KL_MAE.items():
+        assert table1["Multi-Set-Transformer-Equi"][d][0] == value
+        assert table1["KNN"][d] == (mst_recipe.PAPER_KNN_KL_MAE[d], None)
+    assert script.PAPER_TABLE4["Multi-Set Transformer"]["synthetic"][0] == (
+        mst_recipe.PAPER_TWO_SAMPLE_ACCURACY
+    )
+    mnist = script.PAPER_TABLE2["Multi-Set Transformer"]["mnist"]
+    assert {k: v[0] for k, v in mnist.items()} == (
+        mst_recipe.PAPER_COUNTING_MNIST
+    )
+    # Every model of the tables has its paper row, except the Equi model
+    # in Tables 2 and 4, which the paper does not have.
+    for table in script.TABLES:
+        for name in script.TABLE_MODELS[table]:
+            expected = table == 1 or name != "dimension_equivariant"
+            assert (script.paper_value(table, name, 8) is not None) == expected
+    assert script.paper_value(1, "single_set_transformer", 16) == {
+        "mae": (7.5911, 0.2125),
+        "knn_mae": (28.0382, None),
+    }
+    assert script.paper_value(2, "sum_merge", source="fashion_mnist") == {
+        "accuracy": (0.8544, 0.0071),
+        "l1": (0.5416, 0.0080),
+    }
+    # App. B: latent 16 d and feedforward 32 d for KL, except the
+    # equivariant model (16 channels per coordinate); 8 / 16 for two-sample.
+    assert script.model_arguments(1, "cross_only", 4) == {
+        "num_blocks": 4,
+        "num_heads": 4,
+        "latent_dim": 64,
+        "ff_dim": 128,
+    }
+    assert (
+        script.model_arguments(1, "dimension_equivariant", 16)["latent_dim"]
+        == 16
+    )
+    kwargs = script.model_arguments(4, "multiset_rn")
+    assert (kwargs["latent_dim"], kwargs["ff_dim"]) == (8, 16)
+    # Multi-Set RN at d = 2: 4 pairs of sets x 4 blocks x 64 x 150^2 pairs
+    # x (64 + 32) float32.
+    memory = script.relation_memory_gb(
+        1, "multiset_rn", script.model_arguments(1, "multiset_rn", 2), 64
+    )
+    assert memory == pytest.approx(16 * 64 * 150**2 * 96 * 4 / 2**30)
+
+
+def test_table4_rows_paper_column_and_resume(tmp_path, capsys, monkeypatch):
+    script = _load_script()
+    output = tmp_path / "table4.json"
+    models = ["union_transformer", "single_set_deepsets", "multiset_rn"]
+    argv = ["--table", "4", "--models", *models, "--test-size", "8"]
+    argv += SMALL + ["--max-relation-gb", "1e-9", "--output", str(output)]
+    results = script.main(argv)
+
+    saved = json.loads(output.read_text())
+    settings = saved["settings"]["numbers"]
+    assert settings["steps"] == 2 and settings["table"] == 4
+    assert settings["model_overrides"] == script.TINY
+    rows = {r["model"]: r for r in saved["results"]}
+    # Written in the paper's order; the relation network is skipped.
+    assert list(rows) == ["single_set_deepsets", "union_transformer"]
+    assert [s["model"] for s in saved["skipped"]] == ["multiset_rn"]
+    for row in rows.values():
+        assert row["d"] == 8 and row["train_dims"] == [8]
+        assert row["steps"] == 2 and row["paper_steps"] == 7500
+        assert row["batch_size"] == 4 and row["learning_rate"] == 1e-5
+        assert 0.0 <= row["ours"]["accuracy"] <= 1.0
+        assert row["params"] > 0 and row["seconds_per_step"] > 0
+    assert rows["union_transformer"]["paper"] == {"accuracy": [0.5908, 0.0057]}
+    out = capsys.readouterr().out
+    assert "2 training steps per model against the paper's 7,500" in out
+    assert "| Union Transformer | " in out
+    assert "| 0.5908 ± 0.0057 | 1 | 2 |" in out
+    assert "Multi-Set RN: skipped" in out
+
+    # A rerun with the same settings trains nothing.
+    def no_training(*args, **kwargs):
+        raise AssertionError("a saved row was trained again")
+
+    monkeypatch.setattr(script.mst_recipe, "fit_estimator", no_training)
+    again = script.main(argv)
+    assert "done before" in capsys.readouterr().out
+    assert again["results"].keys() == results["results"].keys()
+    for key, row in again["results"].items():
+        assert row["ours"] == results["results"][key]["ours"]
+    # Other settings never mix with the saved rows.
+    with pytest.raises(SystemExit, match="other settings"):
+        script.main(argv + ["--test-size", "9"])
+
+
+def test_table1_rows_beside_knn_on_the_same_pairs(tmp_path, capsys):
+    script = _load_script()
+    output = tmp_path / "table1.json"
+    models = ["dimension_equivariant", "single_set_deepsets"]
+    argv = ["--table", "1", "--dims", "2", "--models", *models]
+    argv += ["--test-size", "4", "--output", str(output)] + SMALL
+    script.main(argv)
+
+    rows = {r["model"]: r for r in json.loads(output.read_text())["results"]}
+    assert set(rows) == set(models)
+    # App. B: the equivariant model learns from d = 1-3 for the d = 2 row.
+    assert rows["dimension_equivariant"]["train_dims"] == [1, 2, 3]
+    assert rows["single_set_deepsets"]["train_dims"] == [2]
+    _, inputs, labels = mst_recipe.test_set("kl_divergence", 4, 2)
+    knn = classical.knn_kl_divergence_sets(
+        *inputs["sets"], *inputs["masks"], k=1
+    )
+    knn_mae = np.mean(np.abs(knn - labels[:, 0]))
+    for row in rows.values():
+        assert row["d"] == 2 and row["loss_function"] == "mean_absolute_error"
+        assert row["ours"]["knn_mae"] == pytest.approx(knn_mae)
+        assert np.isfinite(row["ours"]["mae"]) and row["ours"]["mae"] >= 0
+    assert rows["dimension_equivariant"]["paper"] == {
+        "mae": [0.0726, 0.0017],
+        "knn_mae": [0.2047, None],
+    }
+    out = capsys.readouterr().out
+    assert "| Multi-Set-Transformer-Equi | 2 | " in out
+    assert "| 0.0726 ± 0.0017 | 0.2047 | 1 | 2 |" in out
+    assert "| Single-Set RFF | 2 | " in out
+
+
+def test_counting_wrapper_takes_any_model_and_ignores_padding():
+    """Table 2's CNN + set model (predictions only: no training here)."""
+    script = _load_script()
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(2, 5, 8, 8, 1)).astype("float32")
+    y = rng.uniform(size=(2, 4, 8, 8, 1)).astype("float32")
+    x_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    y_mask = np.array([[1, 1, 0, 0], [1, 0, 0, 0]], bool)
+    noisy_x = np.where(x_mask[..., None, None, None], x, 7.0)
+    noisy_y = np.where(y_mask[..., None, None, None], y, -3.0)
+    # A model that `mst_recipe.build_counting_model` cannot wrap.
+    tiny = script.TINY_COUNTING
+    kwargs = script.model_arguments(2, "multiset_rn", None, tiny)
+    assert kwargs["decoder_units"] == [] and kwargs["filters"] == [2]
+    model = script.build_counting_model("multiset_rn", "digits", **kwargs)
+    # `mst_recipe.pretrain_encoder` finds the encoder here.
+    assert model.get_layer("encode").layer.name == "encoder"
+    assert model.get_layer("multiset_rn").latent_dim == 4
+    masks = [x_mask, y_mask]
+    out = model.predict_on_batch({"sets": [x, y], "masks": masks})
+    noisy = model.predict_on_batch({"sets": [noisy_x, noisy_y], "masks": masks})
+    assert out.shape == (2, 1)
+    np.testing.assert_allclose(noisy, out, rtol=1e-5, atol=1e-5)
+    # App. B's Omniglot CNN on 28x28 images: 28 -> 14 (stride 2) -> 7 -> 3
+    # -> 1 after the three pooled blocks, then the projection.
+    encoder = script.build_omniglot_encoder(latent_dim=3, filters=(2, 2, 2, 4))
+    assert encoder.output_shape == (None, 3)
+    assert encoder.get_layer("flatten").output.shape == (None, 4)
+    convs = [x for x in encoder.layers if "conv" in x.name]
+    assert [c.filters for c in convs] == [2, 2, 2, 2, 2, 4, 4]
+    assert convs[0].kernel_size == (7, 7) and convs[0].strides == (2, 2)
+    assert {c.kernel_size for c in convs[1:]} == {(3, 3)}
+    with pytest.raises(SystemExit):
+        script.parse_args(["--table", "2", "--models", "dimension_equivariant"])
