@@ -38,17 +38,14 @@ training) and prints our numbers beside the paper's:
   as `keras_msets.data.set_counting` does, as the stand-in for Omniglot
   (sets of 6-10 drawn from 6-10 classes, App. B's Omniglot CNN and
   settings: 300 pretraining batches, learning rate 1e-4), beside the
-  paper's Omniglot column. `mst_recipe` reads its counting images from
-  `mst_recipe.COUNTING_SOURCE` ("digits"); this script sets it for the
-  duration of a Fashion-MNIST row (`counting_source`). Its
-  `pretrain_encoder` runs whole epochs, `max(1, round(steps * 64 / N))`
-  of them: on Fashion-MNIST's 60,000 images, 300 steps become one epoch
-  of 938 batches. `mst_recipe.build_counting_model` wraps only
-  the Multi-Set Transformer, so this script builds the same wrapper
-  (`TimeDistributed(encoder, name="encode")`, then the set model) around
-  any model name; the dimension-equivariant model is left out (the
-  coordinates of a CNN embedding are not exchangeable, and the paper has
-  no such row).
+  paper's Omniglot column. The source goes to every counting function
+  of `mst_recipe` (`source=`). `mst_recipe.pretrain_encoder` runs whole
+  epochs, `max(1, round(steps * 64 / N))` of them: on Fashion-MNIST's
+  60,000 images, 300 steps become one epoch of 938 batches. Every model
+  is wrapped by `mst_recipe.build_counting_model(model_name=...)` (the
+  source's CNN in a `TimeDistributed` layer, then the set model); the
+  dimension-equivariant model is left out (the coordinates of a CNN
+  embedding are not exchangeable, and the paper has no such row).
 
 Differences from the paper, by default:
 - One run per model (`--seeds 0`; the paper reports the mean and standard
@@ -93,7 +90,6 @@ end it prints a markdown table of every saved row for
 """
 
 import argparse
-import contextlib
 import json
 import statistics
 import sys
@@ -238,6 +234,7 @@ COUNTING = {
         "paper_name": "MNIST",
         "label": "scikit-learn digits 8x8 (our MNIST substitute)",
         "image_shape": (8, 8, 1),
+        "image_encoder": "mnist",
         "filters": (32, 64),
         "set_size": (10, 30),
         "pretrain_steps": 1000,
@@ -248,7 +245,8 @@ COUNTING = {
         "paper_name": "Omniglot",
         "label": "Fashion-MNIST, 10 classes (our Omniglot substitute)",
         "image_shape": (28, 28, 1),
-        "filters": (32, 32, 64, 128),
+        "image_encoder": "omniglot",
+        "filters": mst_recipe.OMNIGLOT_FILTERS,
         "set_size": (6, 10),
         "pretrain_steps": 300,
         "learning_rate": 1e-4,
@@ -306,83 +304,6 @@ def model_arguments(table, name, d=None, overrides=None):
     return kwargs
 
 
-def build_omniglot_encoder(
-    image_shape=(28, 28, 1),
-    latent_dim=128,
-    filters=(32, 32, 64, 128),
-    name="encoder",
-):
-    """App. B's Omniglot CNN: one image to a vector.
-
-    A 7x7 convolution with stride 2 and `filters[0]` filters, then one
-    block per further entry of `filters` (two 3x3 convolutions and a 2x2
-    max pool), then a linear projection to `latent_dim`.
-    """
-    layers = [
-        keras.layers.Input(image_shape),
-        keras.layers.Conv2D(
-            filters[0],
-            7,
-            strides=2,
-            padding="same",
-            activation="relu",
-            name="conv_in",
-        ),
-    ]
-    for i, f in enumerate(filters[1:]):
-        for part in ("a", "b"):
-            layers.append(
-                keras.layers.Conv2D(
-                    f,
-                    3,
-                    padding="same",
-                    activation="relu",
-                    name=f"conv_{i}{part}",
-                )
-            )
-        layers.append(keras.layers.MaxPooling2D(name=f"pool_{i}"))
-    layers += [
-        keras.layers.Flatten(name="flatten"),
-        keras.layers.Dense(latent_dim, name="projection"),
-    ]
-    return keras.Sequential(layers, name=name)
-
-
-def build_counting_model(name, source="digits", filters=None, **kwargs):
-    """A CNN encoder and the set model `name`, for counting shared classes.
-
-    `mst_recipe.build_counting_model` with any model of
-    `build_multiset_model` inside: every image of both sets goes through
-    one encoder (`TimeDistributed` layer `"encode"`, as
-    `mst_recipe.pretrain_encoder` expects), the encoded sets through the
-    set model. `kwargs` are the set model's arguments (`latent_dim` is
-    also the encoder's output size).
-    """
-    spec = COUNTING[source]
-    filters = tuple(filters or spec["filters"])
-    latent_dim = kwargs["latent_dim"]
-    if source == "digits":
-        encoder = mst_recipe.build_image_encoder(
-            spec["image_shape"], latent_dim, filters
-        )
-    else:
-        encoder = build_omniglot_encoder(
-            spec["image_shape"], latent_dim, filters
-        )
-    sets = [
-        keras.Input((None,) + spec["image_shape"], name=n) for n in ("x", "y")
-    ]
-    masks = [
-        keras.Input((None,), dtype="bool", name=n) for n in ("x_mask", "y_mask")
-    ]
-    encode = keras.layers.TimeDistributed(encoder, name="encode")
-    inner = build_multiset_model(name, **kwargs)
-    output = inner({"sets": [encode(s) for s in sets], "masks": masks})
-    return keras.Model(
-        {"sets": sets, "masks": masks}, output, name=f"counting_{name}"
-    )
-
-
 def relation_memory_gb(table, name, kwargs, batch_size):
     """Estimated GB of the relation networks' pair tensors in one step.
 
@@ -429,17 +350,6 @@ class StepTimer(keras.callbacks.Callback):
         return float(np.median(steps)) if len(steps) else None
 
 
-@contextlib.contextmanager
-def counting_source(source):
-    """`mst_recipe` reads its counting images from `COUNTING_SOURCE`."""
-    saved = mst_recipe.COUNTING_SOURCE
-    mst_recipe.COUNTING_SOURCE = source
-    try:
-        yield
-    finally:
-        mst_recipe.COUNTING_SOURCE = saved
-
-
 # Rows ------------------------------------------------------------------------
 
 
@@ -465,54 +375,68 @@ def run_row(args, name, d, seed):
     keras.utils.set_random_seed(seed)
     kwargs = model_arguments(table, name, d, args.overrides)
     if table == 2:
+        # App. B's CNN of the source (`--tiny` replaces its filters), then
+        # the set model.
         spec = COUNTING[source]
         learning_rate = args.learning_rate or spec["learning_rate"]
         set_size = spec["set_size"]
-        model = build_counting_model(name, source, **kwargs)
+        set_kwargs = dict(kwargs)
+        filters = set_kwargs.pop("filters", None) or spec["filters"]
+        model = mst_recipe.build_counting_model(
+            spec["image_shape"],
+            filters=tuple(filters),
+            name=f"counting_{name}",
+            model_name=name,
+            image_encoder=spec["image_encoder"],
+            **set_kwargs,
+        )
     else:
         model = build_multiset_model(name, **kwargs)
     dims = train_dims(args, name, d)
     timer = StepTimer()
-    with counting_source(source or mst_recipe.COUNTING_SOURCE):
-        if table == 2:
-            pretrain_steps = args.pretrain_steps or spec["pretrain_steps"]
-            start = time.perf_counter()
-            record["pretrain_accuracy"] = mst_recipe.pretrain_encoder(
-                model,
-                steps=pretrain_steps,
-                learning_rate=learning_rate,
-                seed=seed,
-            )
-            record["pretrain_steps"] = pretrain_steps
-            record["pretrain_seconds"] = round(time.perf_counter() - start, 1)
-        fit = mst_recipe.fit_estimator(
+    if table == 2:
+        pretrain_steps = args.pretrain_steps or spec["pretrain_steps"]
+        start = time.perf_counter()
+        record["pretrain_accuracy"] = mst_recipe.pretrain_encoder(
             model,
-            task,
-            None if dims is None else (dims[0] if len(dims) == 1 else dims),
-            steps=args.steps,
-            batch_size=batch_size,
+            steps=pretrain_steps,
             learning_rate=learning_rate,
             seed=seed,
-            set_size=set_size,
-            epoch_steps=args.epoch_steps,
-            callbacks=[timer],
-            verbose=args.verbose,
-            workers=args.workers,
+            source=source,
         )
-        start = time.perf_counter()
-        if table == 1:
-            metrics = mst_recipe.evaluate_kl_divergence(
-                model, dims=(d,), num=args.test_size
-            )
-            ours = {"mae": metrics[f"mae_d{d}"]}
-            ours["knn_mae"] = metrics[f"knn_mae_d{d}"]
-        elif table == 4:
-            metrics = mst_recipe.evaluate_two_sample(model, num=args.test_size)
-            ours = {"accuracy": metrics["accuracy"]}
-        else:
-            metrics = mst_recipe.evaluate_counting(model, num=args.test_size)
-            ours = dict(metrics)
-        eval_seconds = time.perf_counter() - start
+        record["pretrain_steps"] = pretrain_steps
+        record["pretrain_seconds"] = round(time.perf_counter() - start, 1)
+    fit = mst_recipe.fit_estimator(
+        model,
+        task,
+        None if dims is None else (dims[0] if len(dims) == 1 else dims),
+        steps=args.steps,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        set_size=set_size,
+        epoch_steps=args.epoch_steps,
+        callbacks=[timer],
+        verbose=args.verbose,
+        workers=args.workers,
+        source=source,
+    )
+    start = time.perf_counter()
+    if table == 1:
+        metrics = mst_recipe.evaluate_kl_divergence(
+            model, dims=(d,), num=args.test_size
+        )
+        ours = {"mae": metrics[f"mae_d{d}"]}
+        ours["knn_mae"] = metrics[f"knn_mae_d{d}"]
+    elif table == 4:
+        metrics = mst_recipe.evaluate_two_sample(model, num=args.test_size)
+        ours = {"accuracy": metrics["accuracy"]}
+    else:
+        metrics = mst_recipe.evaluate_counting(
+            model, num=args.test_size, source=source
+        )
+        ours = dict(metrics)
+    eval_seconds = time.perf_counter() - start
     record.update(
         {
             "model": name,

@@ -36,6 +36,14 @@ pairs through `standardize_pairs` (per set and coordinate). Both are ours
 where the paper is silent (it whitens only the KL data, by eq. 15);
 `keras_msets.estimators.pretrained` explains why.
 
+Counting images: the batches, the encoder pretraining and the test sets
+of the counting task take a `source` argument, `"digits"` (scikit-learn's
+8x8 digits, our MNIST stand-in) or `"fashion_mnist"` (28x28, our
+Omniglot stand-in), as `keras_msets.data.set_counting` has them; None
+means `COUNTING_SOURCE` (`"digits"`). `build_counting_model` puts App.
+B's MNIST or Omniglot CNN (`image_encoder`) in front of any set model
+that reads encoded images (`model_name`).
+
 Seeds: batch `i` of epoch `e` uses the generator seed
 `SeedSequence([seed, e, i])` (below 2**32); test sets use seeds from
 `TEST_SEED = 2**32` up, so no test set is ever drawn in training.
@@ -51,6 +59,7 @@ from keras_msets.data import mixtures
 from keras_msets.data import set_counting
 from keras_msets.estimators import classical
 from keras_msets.estimators import pretrained
+from keras_msets.models import MULTISET_MODEL_NAMES
 from keras_msets.models import MultiSetTransformer
 from keras_msets.models import build_multiset_model
 
@@ -91,7 +100,17 @@ DEFAULTS = {
 # Test sets: seeds at and above 2**32; training seeds are below it.
 TEST_SEED = 2**32
 TWO_SAMPLE_DIM = 8
+# The default image source of the counting task (`source=None`).
 COUNTING_SOURCE = "digits"
+# App. B's CNNs: `build_image_encoder` (MNIST), `build_omniglot_encoder`.
+IMAGE_ENCODERS = ("mnist", "omniglot")
+OMNIGLOT_FILTERS = (32, 32, 64, 128)
+# The set models that can read CNN embeddings: every one but the
+# dimension-equivariant model, whose coordinates must be exchangeable
+# (those of a CNN embedding are not; the paper's Table 2 has no such row).
+COUNTING_MODEL_NAMES = tuple(
+    n for n in MULTISET_MODEL_NAMES if n != "dimension_equivariant"
+)
 
 # The paper's numbers, for the model cards.
 PAPER_KL_MAE = {2: 0.0726, 4: 0.1917, 8: 0.8002, 16: 4.7000}  # Table 1, Equi
@@ -112,6 +131,26 @@ def _check_positive_int(name, value):
             f"`{name}` must be a positive integer. Received: {name}={value!r}"
         )
     return int(value)
+
+
+def _check_source(task, source):
+    """The counting task's image source (`COUNTING_SOURCE` for None)."""
+    if task != "counting":
+        if source is not None:
+            raise ValueError(
+                "`source` (the image source) applies to the counting task "
+                f"only; task {task!r} takes source=None. Received: "
+                f"source={source!r}"
+            )
+        return None
+    if source is None:
+        return COUNTING_SOURCE
+    if source not in set_counting.SOURCES:
+        raise ValueError(
+            f"`source` must be None or one of {set_counting.SOURCES}. "
+            f"Received: source={source!r}"
+        )
+    return source
 
 
 def _check_dims(task, dims):
@@ -145,12 +184,16 @@ def _seed(*entropy):
     return int(np.random.SeedSequence(list(entropy)).generate_state(1)[0])
 
 
-def make_batch(task, batch_size, dim, seed, set_size=None):
+def make_batch(task, batch_size, dim, seed, set_size=None, source=None):
     """One batch of `task`: `(inputs, targets)` as the models take them.
 
     `inputs` is `{"sets": [x, y], "masks": [x_mask, y_mask]}` (float32
     sets padded to `set_size[1]`, boolean masks), preprocessed as the
     pretrained estimators do; `targets` is float32 `[batch_size, 1]`.
+    `set_size` None means the paper's range: `DEFAULTS[task]["set_size"]`,
+    for counting the range of the data set that `source` stands in for
+    (10-30 for `"digits"`, 6-10 for `"fashion_mnist"`, as
+    `set_counting.counting_shared_classes` has them).
 
     - `"kl_divergence"`: `mixtures.kl_divergence_pairs` (Monte-Carlo KL
       label over the points of `X`, Sec. 5.1.1), then `whiten_pairs`.
@@ -159,20 +202,24 @@ def make_batch(task, batch_size, dim, seed, set_size=None):
     - `"two_sample"`: `mixtures.two_sample_pairs` (label 1 = same
       mixture), then `whiten_pairs`.
     - `"counting"`: `set_counting.counting_shared_classes` on the
-      scikit-learn digits training split (`dim` must be None); images
-      `[batch, 30, 8, 8, 1]`.
+      training split of `source` (`dim` must be None; `source` None means
+      `COUNTING_SOURCE`); images `[batch, 30, 8, 8, 1]` for `"digits"`,
+      `[batch, 10, 28, 28, 1]` for `"fashion_mnist"`.
+
+    `source` must be None for the other tasks.
     """
     _check_task(task)
-    set_size = tuple(set_size or DEFAULTS[task]["set_size"])
+    source = _check_source(task, source)
     if task == "counting":
         (x, y, x_mask, y_mask), targets = set_counting.counting_shared_classes(
             batch_size,
-            source=COUNTING_SOURCE,
+            source=source,
             split="train",
             seed=seed,
-            set_size=set_size,
+            set_size=None if set_size is None else tuple(set_size),
         )
         return {"sets": (x, y), "masks": (x_mask, y_mask)}, targets
+    set_size = tuple(set_size or DEFAULTS[task]["set_size"])
     if task == "kl_divergence":
         generate = mixtures.kl_divergence_pairs
         spec = pretrained.SPECS["kl_divergence"]
@@ -210,6 +257,9 @@ class SetBatches(keras.utils.PyDataset):
         dims: the dimensions to draw from (None for counting).
         seed: non-negative integer.
         set_size: `(low, high)`; None: the paper's range for the task.
+        source: counting only: the image source, `"digits"` or
+            `"fashion_mnist"`; None: `COUNTING_SOURCE`. Must be None for
+            the other tasks.
         **kwargs: `keras.utils.PyDataset` arguments (`workers`, ...).
     """
 
@@ -221,10 +271,12 @@ class SetBatches(keras.utils.PyDataset):
         dims=None,
         seed=0,
         set_size=None,
+        source=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.task = _check_task(task)
+        self.source = _check_source(task, source)
         self.batch_size = _check_positive_int("batch_size", batch_size)
         self.steps_per_epoch = _check_positive_int(
             "steps_per_epoch", steps_per_epoch
@@ -255,6 +307,7 @@ class SetBatches(keras.utils.PyDataset):
             self.dim_of(epoch, index),
             _seed(self.seed, epoch, index),
             self.set_size,
+            source=self.source,
         )
 
     def __getitem__(self, index):
@@ -281,6 +334,7 @@ def fit_estimator(
     callbacks=None,
     verbose=2,
     workers=1,
+    source=None,
 ):
     """Trains `model` on `task` with fresh batches and plain `model.fit`.
 
@@ -301,11 +355,15 @@ def fit_estimator(
         learning_rate: None: App. B's.
         loss: None: `DEFAULTS[task]["loss"]`.
         seed: seeds the batches and `keras.utils.set_random_seed`.
-        set_size: `(low, high)`; None: the paper's range.
+        set_size: `(low, high)`; None: the paper's range (for counting,
+            that of the data set `source` stands in for).
         epoch_steps: batches per Keras epoch (one log line each).
         callbacks: extra Keras callbacks.
         verbose: `model.fit` verbosity.
         workers: `PyDataset` workers (threads) preparing batches.
+        source: counting only: the image source, `"digits"` or
+            `"fashion_mnist"`; None: `COUNTING_SOURCE`. Must be None for
+            the other tasks.
 
     Returns:
         A dict: `"loss"` (per epoch), `"steps"` (batches run),
@@ -319,6 +377,7 @@ def fit_estimator(
     learning_rate = learning_rate or defaults["learning_rate"]
     loss = loss or defaults["loss"]
     dims = _check_dims(task, dim_sampler)
+    source = _check_source(task, source)
     keras.utils.set_random_seed(seed)
     # At least 2 batches per epoch: TensorFlow infers the input signature
     # from the first two batches, which then differ in `d`.
@@ -331,6 +390,7 @@ def fit_estimator(
         dims=dims,
         seed=seed,
         set_size=set_size,
+        source=source,
         workers=workers,
     )
     metrics = ["accuracy"] if task == "two_sample" else None
@@ -419,15 +479,62 @@ def build_image_encoder(
     return keras.Sequential(layers, name=name)
 
 
+def build_omniglot_encoder(
+    image_shape=(28, 28, 1),
+    latent_dim=128,
+    filters=OMNIGLOT_FILTERS,
+    name="encoder",
+):
+    """App. B's Omniglot CNN: one image to a vector.
+
+    A 7x7 convolution with stride 2 and `filters[0]` filters, then one
+    block per further entry of `filters` (two 3x3 convolutions and a 2x2
+    max pool), then a linear projection to `latent_dim`. On 28x28 images
+    (Fashion-MNIST, our Omniglot stand-in) the default filters take the
+    image to 14x14, then 7x7, 3x3 and 1x1.
+    """
+    layers = [
+        keras.layers.Input(image_shape),
+        keras.layers.Conv2D(
+            filters[0],
+            7,
+            strides=2,
+            padding="same",
+            activation="relu",
+            name="conv_in",
+        ),
+    ]
+    for i, f in enumerate(filters[1:]):
+        for part in ("a", "b"):
+            layers.append(
+                keras.layers.Conv2D(
+                    f,
+                    3,
+                    padding="same",
+                    activation="relu",
+                    name=f"conv_{i}{part}",
+                )
+            )
+        layers.append(keras.layers.MaxPooling2D(name=f"pool_{i}"))
+    layers += [
+        keras.layers.Flatten(name="flatten"),
+        keras.layers.Dense(latent_dim, name="projection"),
+    ]
+    return keras.Sequential(layers, name=name)
+
+
 def build_counting_model(
     image_shape=(8, 8, 1),
     latent_dim=128,
     ff_dim=256,
     filters=(32, 64),
     name="mst_counting",
+    *,
+    model_name="multiset_transformer",
+    image_encoder="mnist",
     **mst_kwargs,
 ):
-    """CNN encoder + Multi-Set Transformer for counting shared classes.
+    """CNN encoder + a multi-set model for counting shared classes.
 
     App. B (MNIST): every image goes through `build_image_encoder` (the
     same encoder for both sets), then a Multi-Set Transformer with latent
@@ -435,17 +542,50 @@ def build_counting_model(
     (`decoder_units=[]`). A functional model: its input is
     `{"sets": [x, y], "masks": [x_mask, y_mask]}` with images
     `[batch, n, *image_shape]`; the encoder is the layer `"encoder"`
-    inside the `TimeDistributed` layer `"encode"`.
+    inside the `TimeDistributed` layer `"encode"` (where
+    `pretrain_encoder` finds it), the set model the layer named
+    `model_name`.
+
+    Args:
+        image_shape: one image, `(8, 8, 1)` for `"digits"`, `(28, 28, 1)`
+            for `"fashion_mnist"`.
+        latent_dim: the encoder's output size and the set model's latent
+            size.
+        ff_dim: the set model's hidden size.
+        filters: the CNN's filters: App. B's MNIST ones by default; pass
+            `OMNIGLOT_FILTERS` for App. B's Omniglot CNN.
+        name: the model's name.
+        model_name: the set model, one of `COUNTING_MODEL_NAMES` (every
+            name of `keras_msets.models.MULTISET_MODEL_NAMES` but
+            `"dimension_equivariant"`), built by `build_multiset_model`.
+        image_encoder: `"mnist"` (`build_image_encoder`) or `"omniglot"`
+            (`build_omniglot_encoder`), App. B's CNNs.
+        **mst_kwargs: further arguments of the set model (they replace
+            `num_blocks=4` and `decoder_units=[]`).
     """
+    if model_name not in COUNTING_MODEL_NAMES:
+        raise ValueError(
+            f"`model_name` must be one of {COUNTING_MODEL_NAMES} (the "
+            "dimension-equivariant model needs exchangeable coordinates, "
+            "which a CNN embedding does not have). Received: "
+            f"model_name={model_name!r}"
+        )
+    if image_encoder not in IMAGE_ENCODERS:
+        raise ValueError(
+            f"`image_encoder` must be one of {IMAGE_ENCODERS}. Received: "
+            f"image_encoder={image_encoder!r}"
+        )
     sets = [
         keras.Input((None,) + tuple(image_shape), name=n) for n in ("x", "y")
     ]
     masks = [
         keras.Input((None,), dtype="bool", name=n) for n in ("x_mask", "y_mask")
     ]
-    encode = keras.layers.TimeDistributed(
-        build_image_encoder(image_shape, latent_dim, filters), name="encode"
-    )
+    if image_encoder == "mnist":
+        encoder = build_image_encoder(image_shape, latent_dim, filters)
+    else:
+        encoder = build_omniglot_encoder(image_shape, latent_dim, filters)
+    encode = keras.layers.TimeDistributed(encoder, name="encode")
     kwargs = {
         "latent_dim": latent_dim,
         "ff_dim": ff_dim,
@@ -453,29 +593,51 @@ def build_counting_model(
         "decoder_units": [],
     }
     kwargs.update(mst_kwargs)
-    mst = build_multiset_model("multiset_transformer", **kwargs)
+    mst = build_multiset_model(model_name, **kwargs)
     output = mst({"sets": [encode(s) for s in sets], "masks": masks})
     return keras.Model({"sets": sets, "masks": masks}, output, name=name)
 
 
 def pretrain_encoder(
-    model, steps=1000, batch_size=64, learning_rate=3e-4, seed=0, verbose=0
+    model,
+    steps=1000,
+    batch_size=64,
+    learning_rate=3e-4,
+    seed=0,
+    verbose=0,
+    source=None,
 ):
-    """Pretrains the counting model's CNN as a digit classifier (App. B).
+    """Pretrains the counting model's CNN as an image classifier (App. B).
 
-    `steps` batches of the scikit-learn digits training split through the
-    encoder and a throwaway `Dense(10)` softmax head (sparse categorical
-    cross-entropy, Adam). The encoder's weights are shared with `model`.
-    Returns the final training accuracy.
+    About `steps` batches (whole epochs: `max(1, round(steps * batch_size
+    / N))` of them, `N` the number of training images) of the training
+    split of `source` (`"digits"` or `"fashion_mnist"`; None:
+    `COUNTING_SOURCE`) through the encoder and a throwaway softmax head
+    over the source's classes (sparse categorical cross-entropy, Adam).
+    The encoder's weights are shared with `model`. Returns the final
+    training accuracy.
     """
+    source = _check_source("counting", source)
     encoder = model.get_layer("encode").layer
-    images, labels = set_counting.load_images(COUNTING_SOURCE, "train")
+    images, labels = set_counting.load_images(source, "train")
+    try:
+        expected = tuple(encoder.input_shape[1:])
+    except (AttributeError, ValueError):  # an encoder without an Input
+        expected = images.shape[1:]
+    if expected != images.shape[1:]:
+        raise ValueError(
+            f"The encoder takes images of shape {expected}, but source "
+            f"{source!r} has images of shape {images.shape[1:]}. "
+            f"Received: source={source!r}"
+        )
     keras.utils.set_random_seed(seed)
     classifier = keras.Sequential(
         [
             keras.layers.Input(images.shape[1:]),
             encoder,
-            keras.layers.Dense(10, activation="softmax", name="head"),
+            keras.layers.Dense(
+                int(labels.max()) + 1, activation="softmax", name="head"
+            ),
         ]
     )
     classifier.compile(
@@ -517,20 +679,24 @@ def _print(metrics, verbose):
             print(f"{key}: {value:.4f}")
 
 
-def test_set(task, num, dim=None, seed=TEST_SEED):
+def test_set(task, num, dim=None, seed=TEST_SEED, source=None):
     """The fixed test set of `task` (`dim`): raw and prepared inputs.
 
     Returns `(raw, inputs, targets)`: `raw` the generator's
     `(x, y, x_mask, y_mask)` before preprocessing (for the classical
     baselines), `inputs` as `make_batch` returns them. The generator seed
     is `seed + dim` (`seed` for counting), so each dimension has its own
-    sets; the default `seed` is never used in training.
+    sets; the default `seed` is never used in training. Counting draws
+    from the test split of `source` (`"digits"` or `"fashion_mnist"`;
+    None: `COUNTING_SOURCE`), with the set sizes of the data set it
+    stands in for; `source` must be None for the other tasks.
     """
     _check_task(task)
+    source = _check_source(task, source)
     seed = seed + (dim or 0)
     if task == "counting":
         (x, y, x_mask, y_mask), targets = set_counting.counting_shared_classes(
-            num, source=COUNTING_SOURCE, split="test", seed=seed
+            num, source=source, split="test", seed=seed
         )
         raw = (x, y, x_mask, y_mask)
         return raw, {"sets": (x, y), "masks": (x_mask, y_mask)}, targets
@@ -630,15 +796,16 @@ def evaluate_two_sample(
 
 
 def evaluate_counting(
-    model, num=1000, seed=TEST_SEED, batch_size=64, verbose=0
+    model, num=1000, seed=TEST_SEED, batch_size=64, verbose=0, source=None
 ):
-    """Counting accuracy and L1 error on the digits test split.
+    """Counting accuracy and L1 error on the test split of `source`.
 
-    Accuracy: the rounded prediction equals the count; L1: the mean
-    absolute error of the unrounded prediction (as in Table 2, where the
-    L1 error is far above `1 - accuracy`).
+    `source`: `"digits"` or `"fashion_mnist"`; None: `COUNTING_SOURCE`
+    (`test_set`). Accuracy: the rounded prediction equals the count; L1:
+    the mean absolute error of the unrounded prediction (as in Table 2,
+    where the L1 error is far above `1 - accuracy`).
     """
-    _, inputs, targets = test_set("counting", num, None, seed)
+    _, inputs, targets = test_set("counting", num, None, seed, source)
     predicted = np.asarray(
         model.predict(inputs, batch_size=batch_size, verbose=0),
         dtype=np.float64,

@@ -15,6 +15,7 @@ import pytest
 
 from keras_msets import zoo
 from keras_msets.data import mixtures
+from keras_msets.data import set_counting
 from keras_msets.estimators import classical
 from keras_msets.zoo import mst_recipe
 from keras_msets.zoo import registry
@@ -121,6 +122,38 @@ def test_make_batch_prepares_inputs_as_the_estimators_do():
     assert np.all((counts >= 0) & (counts <= 10))
 
 
+def test_counting_batches_and_test_sets_take_the_image_source():
+    # None is `COUNTING_SOURCE` ("digits") with App. B's MNIST set sizes.
+    assert mst_recipe.COUNTING_SOURCE == "digits"
+    default = mst_recipe.make_batch("counting", 2, None, seed=4)
+    digits = mst_recipe.make_batch(
+        "counting", 2, None, seed=4, set_size=(10, 30), source="digits"
+    )
+    for a, b in zip(default[0]["sets"], digits[0]["sets"], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(default[1], digits[1])
+    # Fashion-MNIST (the Omniglot stand-in): 28x28 images, sets of 6-10
+    # by default, as `set_counting` draws them with the same seed.
+    inputs, counts = mst_recipe.make_batch(
+        "counting", 2, None, seed=4, source="fashion_mnist"
+    )
+    (x, _), (x_mask, _) = inputs["sets"], inputs["masks"]
+    assert x.shape == (2, 10, 28, 28, 1) and x_mask.shape == (2, 10)
+    assert 6 <= x_mask.sum(1).min() <= x_mask.sum(1).max() <= 10
+    _, expected = set_counting.counting_shared_classes(
+        2, source="fashion_mnist", split="train", seed=4
+    )
+    np.testing.assert_array_equal(counts, expected)
+    data = mst_recipe.SetBatches(
+        "counting", 2, 3, seed=1, set_size=(2, 3), source="fashion_mnist"
+    )
+    assert data.source == "fashion_mnist"
+    assert data[2][0]["sets"][1].shape == (2, 3, 28, 28, 1)
+    raw, inputs, _ = mst_recipe.test_set("counting", 3, source="fashion_mnist")
+    assert raw[0].shape == inputs["sets"][0].shape == (3, 10, 28, 28, 1)
+    assert mst_recipe.test_set("counting", 3)[0][0].shape[2:] == (8, 8, 1)
+
+
 def test_argument_errors():
     with pytest.raises(ValueError, match="task"):
         mst_recipe.make_batch("nope", 2, 2, seed=0)
@@ -134,6 +167,21 @@ def test_argument_errors():
     assert mst_recipe.steps_from(None, None, 900) == 900
     with pytest.raises(ValueError, match="not both"):
         mst_recipe.steps_from(5, 3, 900)
+    # `source` is the counting task's image source only.
+    with pytest.raises(ValueError, match="source='digits'"):
+        mst_recipe.make_batch("kl_divergence", 2, 2, seed=0, source="digits")
+    with pytest.raises(ValueError, match="`source`"):
+        mst_recipe.SetBatches("two_sample", 2, 2, source="fashion_mnist")
+    with pytest.raises(ValueError, match="`source`"):
+        mst_recipe.test_set("mutual_information", 2, 2, source="digits")
+    with pytest.raises(ValueError, match="`source`"):
+        mst_recipe.fit_estimator(None, "two_sample", source="digits")
+    with pytest.raises(ValueError, match="source='mnist'"):
+        mst_recipe.make_batch("counting", 2, None, seed=0, source="mnist")
+    with pytest.raises(ValueError, match="model_name='dimension_equivariant'"):
+        mst_recipe.build_counting_model(model_name="dimension_equivariant")
+    with pytest.raises(ValueError, match="image_encoder"):
+        mst_recipe.build_counting_model(image_encoder="fashion_mnist")
 
 
 # Training and evaluation -----------------------------------------------------
@@ -215,6 +263,98 @@ def test_mi_and_two_sample_evaluation():
     assert metrics["accuracy_different"] == 0.0
 
 
+def test_default_counting_model_is_unchanged():
+    """The `mst_count_shared_digits` preset's model: names and sizes."""
+    model = mst_recipe.build_counting_model(name="mst_count_shared_digits")
+    assert [layer.name for layer in model.layers] == [
+        "x",
+        "y",
+        "x_mask",
+        "y_mask",
+        "encode",
+        "multiset_transformer",
+    ]
+    assert model.get_layer("encode").input.shape == (None, None, 8, 8, 1)
+    encoder = model.get_layer("encode").layer
+    assert encoder.name == "encoder"
+    assert [layer.name for layer in encoder.layers] == [
+        "conv_0",
+        "pool_0",
+        "conv_1",
+        "pool_1",
+        "flatten",
+        "projection",
+    ]
+    assert [encoder.get_layer(f"conv_{i}").filters for i in (0, 1)] == [32, 64]
+    mst = model.get_layer("multiset_transformer")
+    assert type(mst).__name__ == "MultiSetTransformer"
+    config = mst.get_config()
+    assert (config["latent_dim"], config["ff_dim"]) == (128, 256)
+    assert (config["num_blocks"], config["num_heads"]) == (4, 4)
+    assert list(config["decoder_units"]) == []
+    assert not config["cross_only"] and not config["dimension_equivariant"]
+    assert model.count_params() == 2_718_593
+    assert model.weights[0].path == "encoder/conv_0/kernel"
+
+
+def test_counting_model_takes_any_set_model_and_ignores_padding():
+    """Predictions only: no training here."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(2, 5, 8, 8, 1)).astype("float32")
+    y = rng.uniform(size=(2, 4, 8, 8, 1)).astype("float32")
+    x_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    y_mask = np.array([[1, 1, 0, 0], [1, 0, 0, 0]], bool)
+    noisy_x = np.where(x_mask[..., None, None, None], x, 7.0)
+    noisy_y = np.where(y_mask[..., None, None, None], y, -3.0)
+    model = mst_recipe.build_counting_model(
+        model_name="multiset_rn", **TINY_COUNTING
+    )
+    # `pretrain_encoder` finds the encoder here.
+    assert model.get_layer("encode").layer.name == "encoder"
+    inner = model.get_layer("multiset_rn")
+    assert type(inner).__name__ == "MultiSetRelationNetwork"
+    assert inner.latent_dim == 4 and inner.num_blocks == 1
+    masks = [x_mask, y_mask]
+    out = model.predict_on_batch({"sets": [x, y], "masks": masks})
+    noisy = model.predict_on_batch({"sets": [noisy_x, noisy_y], "masks": masks})
+    assert out.shape == (2, 1)
+    np.testing.assert_allclose(noisy, out, rtol=1e-5, atol=1e-5)
+
+
+def test_omniglot_encoder():
+    # App. B's Omniglot CNN on 28x28 images: 28 -> 14 (stride 2) -> 7 -> 3
+    # -> 1 after the three pooled blocks, then the projection.
+    encoder = mst_recipe.build_omniglot_encoder(
+        latent_dim=3, filters=(2, 2, 2, 4)
+    )
+    assert encoder.output_shape == (None, 3)
+    assert encoder.get_layer("flatten").output.shape == (None, 4)
+    convs = [x for x in encoder.layers if "conv" in x.name]
+    assert [c.filters for c in convs] == [2, 2, 2, 2, 2, 4, 4]
+    assert convs[0].kernel_size == (7, 7) and convs[0].strides == (2, 2)
+    assert {c.kernel_size for c in convs[1:]} == {(3, 3)}
+    assert mst_recipe.OMNIGLOT_FILTERS == (32, 32, 64, 128)
+
+
+def test_counting_on_fashion_mnist():
+    model = mst_recipe.build_counting_model(
+        (28, 28, 1), image_encoder="omniglot", **TINY_COUNTING
+    )
+    encoder = model.get_layer("encode").layer
+    assert encoder.get_layer("conv_in").strides == (2, 2)
+    # A batch of 4,096: one epoch over the 60,000 training images.
+    accuracy = mst_recipe.pretrain_encoder(
+        model, steps=1, batch_size=4096, source="fashion_mnist"
+    )
+    assert 0.0 <= accuracy <= 1.0
+    # (`fit_estimator(source=...)`: tests/benchmarks/test_mst_tables.py.)
+    metrics = mst_recipe.evaluate_counting(model, num=2, source="fashion_mnist")
+    assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["l1"] >= 0.0
+    # The 8x8 digits do not fit this encoder, and the message says so.
+    with pytest.raises(ValueError, match="source='digits'"):
+        mst_recipe.pretrain_encoder(model, steps=1, source="digits")
+
+
 def test_fit_and_evaluate_counting():
     model = mst_recipe.build_counting_model(**TINY_COUNTING)
     accuracy = mst_recipe.pretrain_encoder(model, steps=1, batch_size=64)
@@ -241,9 +381,12 @@ class _Oracle:
         return (self.counts + offset)[:, None]
 
 
-def test_counting_metrics():
-    _, _, counts = mst_recipe.test_set("counting", 6)
-    metrics = mst_recipe.evaluate_counting(_Oracle(counts), num=6)
+@pytest.mark.parametrize("source", [None, "fashion_mnist"])
+def test_counting_metrics(source):
+    _, _, counts = mst_recipe.test_set("counting", 6, source=source)
+    metrics = mst_recipe.evaluate_counting(
+        _Oracle(counts), num=6, source=source
+    )
     # Rounding is right on the even rows only; L1 is (0.3 + 0.7) / 2.
     assert metrics == pytest.approx({"accuracy": 0.5, "l1": 0.5})
 
