@@ -736,7 +736,10 @@ def evaluate_kl_divergence(
     clipped at 0).
     The k-NN estimator of Wang et al. (k = 1, the paper's baseline) runs
     on the same whitened sets. Keys: `mae_d{d}`, `knn_mae_d{d}`,
-    `mean_label_d{d}`.
+    `mean_label_d{d}`, and `median_mae_d{d}`: the error of always
+    answering the median test label of that `d` (a constant that knows
+    the test labels; what a model that ignored its input could reach at
+    best).
     """
     metrics = {}
     for d in dims:
@@ -749,6 +752,59 @@ def evaluate_kl_divergence(
         metrics[f"mae_d{d}"] = float(np.mean(np.abs(predicted - truth)))
         metrics[f"knn_mae_d{d}"] = float(np.mean(np.abs(knn - truth)))
         metrics[f"mean_label_d{d}"] = float(np.mean(truth))
+        metrics[f"median_mae_d{d}"] = float(
+            np.mean(np.abs(np.median(truth) - truth))
+        )
+    _print(metrics, verbose)
+    return metrics
+
+
+def evaluate_kl_gaussians(
+    model,
+    dims=(2, 8),
+    kls=(0.0, 0.5, 1.0, 2.0),
+    num=20,
+    set_size=(100, 150),
+    seed=TEST_SEED + 3000,
+    verbose=0,
+):
+    """KL error on shifted unit Gaussians, off the training distribution.
+
+    `P = N(0, I)`, `Q = N(mu, I)` with `|mu| = sqrt(2 KL)` along a random
+    direction, so `KL(P || Q) = KL` exactly; `num` pairs per value of
+    `kls`, `set_size` points per set. The model answers through
+    `keras_msets.estimators.pretrained.kl_divergence`, the k-NN estimator
+    (k = 1) reads the raw sets. Unlike the mixture pairs of training,
+    these include identical distributions (KL = 0). Keys:
+    `gaussian_mae_d{d}`, `gaussian_knn_mae_d{d}` and
+    `gaussian_mean_estimate_d{d}_kl{KL}` (the model's mean answer).
+    """
+    metrics = {}
+    for d in dims:
+        rng = np.random.default_rng([seed, d])
+        errors, knn_errors = [], []
+        for kl in kls:
+            xs, ys = [], []
+            for _ in range(num):
+                direction = rng.normal(size=d)
+                mu = direction / np.linalg.norm(direction) * np.sqrt(2 * kl)
+                n, m = rng.integers(set_size[0], set_size[1] + 1, size=2)
+                xs.append(rng.normal(size=(n, d)))
+                ys.append(rng.normal(size=(m, d)) + mu)
+            estimates = pretrained.kl_divergence(xs, ys, model=model)
+            knn = np.array(
+                [
+                    classical.knn_kl_divergence(x, y)
+                    for x, y in zip(xs, ys, strict=True)
+                ]
+            )
+            errors.append(np.abs(estimates - kl))
+            knn_errors.append(np.abs(knn - kl))
+            metrics[f"gaussian_mean_estimate_d{d}_kl{kl:g}"] = float(
+                np.mean(estimates)
+            )
+        metrics[f"gaussian_mae_d{d}"] = float(np.mean(errors))
+        metrics[f"gaussian_knn_mae_d{d}"] = float(np.mean(knn_errors))
     _print(metrics, verbose)
     return metrics
 
@@ -985,6 +1041,11 @@ def training_text(name, task, fit, extra=""):
     """The "Training" section of a model card."""
     paper = DEFAULTS[task]["paper_steps"]
     paper_rate = DEFAULTS[task]["learning_rate"]
+    rerun = f"--steps {fit['steps']}"
+    if fit["batch_size"] != DEFAULTS[task]["batch_size"]:
+        rerun += f" --batch-size {fit['batch_size']}"
+    if fit["learning_rate"] != paper_rate:
+        rerun += f" --learning-rate {fit['learning_rate']:g}"
     if fit["learning_rate"] == paper_rate:
         rate_text = "(App. B)"
     else:
@@ -1005,12 +1066,16 @@ def training_text(name, task, fit, extra=""):
         )
     return f"""## Training
 
-`zoo/{name}/recipe.py` (re-run: `keras-msets zoo train {name}`, or
-`python zoo/{name}/recipe.py --steps N`) through
+`zoo/{name}/recipe.py` through
 `keras_msets.zoo.mst_recipe.fit_estimator`: {fit["steps"]:,} batches of
 {fit["batch_size"]} fresh pairs (the paper: {paper:,}), Adam at a constant
 learning rate {fit["learning_rate"]:g} {rate_text}, loss
 `{fit["loss_function"]}`, seed {fit["seed"]}.{dims_text}{extra}
 Wall time {fit["seconds"]:.0f} s ({fit["steps_per_second"]:.3f} steps/s)
-on {keras.backend.backend()}.
+on {keras.backend.backend()}. This run again:
+
+    KERAS_BACKEND={keras.backend.backend()} python zoo/{name}/recipe.py {rerun}
+
+(`keras-msets zoo train {name}` runs the recipe's defaults; `--steps N`
+trains longer.)
 """

@@ -434,6 +434,13 @@ def _fake_metrics(recipe):
     for d in getattr(recipe, "TEST_DIMS", ()):
         metrics.update({f"mae_d{d}": 1.0, f"knn_mae_d{d}": 2.0})
         metrics.update({f"ksg_mae_d{d}": 0.5, f"mean_label_d{d}": 3.0})
+        metrics[f"median_mae_d{d}"] = 0.9 if d == 16 else 1.5
+    for d in getattr(recipe, "GAUSSIAN_DIMS", ()):
+        metrics.update(
+            {f"gaussian_mae_d{d}": 0.7, f"gaussian_knn_mae_d{d}": 0.2}
+        )
+        for kl in recipe.GAUSSIAN_KLS:
+            metrics[f"gaussian_mean_estimate_d{d}_kl{kl:g}"] = 2 * kl
     return metrics
 
 
@@ -451,7 +458,14 @@ def test_model_cards(name):
     assert f"keras-msets zoo evaluate {name}" in card
     assert f"keras-msets zoo train {name}" in card
     paper = {
-        "mst_kl_divergence": ["0.0726", "4.7000", "28.0382", "| 16 | 1.0000"],
+        "mst_kl_divergence": [
+            "0.0726",
+            "4.7000",
+            "28.0382",
+            "| 16 | 1.0000",
+            "at d = 16 it is no better than the best constant",
+            "| 8 | 0.00 | 1.00 | 2.00 | 4.00 | 0.700 | 0.200 |",
+        ],
         "mst_mutual_information": ["Fig. 2", "| 10 | 1.0000 | 0.5000 | no"],
         "mst_two_sample": ["0.7289", "0.73", "NOT reach"],
         "mst_count_shared_digits": ["0.9746", "0.3136"],
