@@ -147,7 +147,7 @@ def model_card(model, metrics):
     if constant:
         verdict += (
             " But at d = " + ", ".join(constant) + " it is no better than "
-            "the best constant answer (column \"best constant\"): it has not "
+            'the best constant answer (column "best constant"): it has not '
             "learned to read its input there yet."
         )
     return f"""# `{NAME}`
