@@ -217,7 +217,34 @@ def _load_preset(name, root):
     from keras_msets import zoo
 
     del root  # part of the cache key only
-    return zoo.load(name)
+    model = zoo.load(name)
+    weak = unlearned_dims(zoo.info(name).get("metrics", {}))
+    if weak:
+        warnings.warn(
+            f"Preset {name!r} is no better than a constant answer at "
+            f"d = {', '.join(str(d) for d in weak)} on its test pairs (its "
+            "error is at least that of always answering the median test "
+            "label): it has not learned its task there yet. See its model "
+            f"card: `keras-msets zoo info {name}`.",
+            UserWarning,
+            stacklevel=6,  # the caller of kl_divergence(...) and the like
+        )
+    return model
+
+
+def unlearned_dims(metrics):
+    """The test dimensions `d` where a preset is no better than a constant.
+
+    From a preset card's metrics: every `d` with `mae_d{d} >=
+    median_mae_d{d}` (the error of always answering the median test
+    label). The estimators warn when they load such a preset.
+    """
+    dims = []
+    for key, value in metrics.items():
+        if key.startswith("mae_d") and f"median_{key}" in metrics:
+            if value >= metrics[f"median_{key}"]:
+                dims.append(int(key[len("mae_d") :]))
+    return sorted(dims)
 
 
 def load_estimator(name):

@@ -259,3 +259,16 @@ def test_sets_outside_the_trained_sizes_warn(equivariant):
         warnings.simplefilter("always")
         kl_divergence(*_pair(rng, d=3), model=equivariant)
     assert not [w for w in caught if "trained on sets" in str(w.message)]
+
+
+def test_unlearned_dims_compares_with_the_best_constant():
+    metrics = {
+        "mae_d2": 0.1,
+        "median_mae_d2": 0.2,
+        "mae_d16": 5.0,
+        "median_mae_d16": 4.0,
+        "mae_d8": 1.0,  # no constant baseline recorded: not judged
+        "knn_mae_d2": 9.0,
+    }
+    assert pretrained.unlearned_dims(metrics) == [16]
+    assert pretrained.unlearned_dims({}) == []

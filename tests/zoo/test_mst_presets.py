@@ -7,6 +7,7 @@ themselves, must answer sensibly on data with a known answer.
 """
 
 import numpy as np
+import pytest
 
 import keras_msets
 from keras_msets import zoo
@@ -69,3 +70,17 @@ def test_count_shared_digits_preset_matches_its_card_on_fresh_pairs():
     )
     assert abs(metrics["accuracy"] - card["accuracy"]) <= 0.09, (metrics, card)
     assert abs(metrics["l1"] - card["l1"]) <= 0.12, (metrics, card)
+
+
+def test_mutual_information_preset_warns_that_it_has_not_learned():
+    # Its card: worse than always answering the median label at every
+    # tested d (300 of the paper's 100,000 batches). The estimator must
+    # say so rather than answer silently.
+    from keras_msets.estimators import pretrained
+
+    pretrained._load_preset.cache_clear()
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(120, 10)), rng.normal(size=(120, 10))
+    with pytest.warns(UserWarning, match="no better than a constant"):
+        estimate = keras_msets.estimators.mutual_information(x, y)
+    assert np.isfinite(estimate) and estimate >= 0

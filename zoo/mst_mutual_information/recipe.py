@@ -84,7 +84,10 @@ def train(
     )
 
 
-HEADER = "| d | this model | KSG (same pairs) | beats KSG |\n|---|---|---|---|"
+HEADER = (
+    "| d | this model | KSG (same pairs) | best constant | beats KSG |\n"
+    "|---|---|---|---|---|"
+)
 
 
 def model_card(model, metrics):
@@ -92,7 +95,10 @@ def model_card(model, metrics):
     for d in TEST_DIMS:
         ours, ksg = metrics[f"mae_d{d}"], metrics[f"ksg_mae_d{d}"]
         better = "yes" if ours < ksg else "no"
-        rows.append(f"| {d} | {ours:.4f} | {ksg:.4f} | {better} |")
+        rows.append(
+            f"| {d} | {ours:.4f} | {ksg:.4f} | "
+            f"{metrics[f'median_mae_d{d}']:.4f} | {better} |"
+        )
     rows = "\n".join(rows)
     high = [d for d in TEST_DIMS if d >= 10]
     failed = [
@@ -106,6 +112,18 @@ def model_card(model, metrics):
         + f" after {metrics['fit']['steps']:,} training batches (the paper "
         "trains 100,000); train longer (`--steps`) to close the gap."
     )
+    constant = [
+        str(d)
+        for d in TEST_DIMS
+        if metrics[f"mae_d{d}"] >= 0.9 * metrics[f"median_mae_d{d}"]
+    ]
+    if constant:
+        verdict += (
+            " At d = " + ", ".join(constant) + " it is not even 10 % better "
+            'than the best constant answer (column "best constant": always '
+            "the median test label): it has not learned to read its input "
+            "there, and its answers should not be used."
+        )
     return f"""# `{NAME}`
 
 A dimension-equivariant Multi-Set Transformer (Selby et al., "Learning
