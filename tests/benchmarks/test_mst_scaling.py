@@ -91,7 +91,13 @@ def test_mst_scaling_smoke(tmp_path, capsys):
         assert math.isfinite(fit["exponent"])
         verdict = saved["verdict"][block]
         assert verdict["time_exponent"] == fit["exponent"]
-        assert isinstance(verdict["linear"], bool)
+        # In one process the peak-RSS growth can be 0 at every size (a
+        # high-water mark): then the memory exponent, and the verdict,
+        # are undetermined rather than guessed.
+        if verdict["memory_exponent"] is None:
+            assert verdict["linear"] is None
+        else:
+            assert isinstance(verdict["linear"], bool)
     printed = capsys.readouterr().out
     assert "| InducedMultisetAttentionBlock | 40 | 20 |" in printed
     assert "| MultisetAttentionBlock | 60 | 30 | skipped:" in printed
