@@ -29,7 +29,6 @@ markdown table for `benchmarks/RESULTS.md`.
 """
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -38,20 +37,12 @@ from pathlib import Path
 import keras
 
 from keras_msets.models.text import recipe
+from keras_msets.testing import load_script
 
 HERE = Path(__file__).parent
 
 
-def _load_table2():
-    spec = importlib.util.spec_from_file_location(
-        "complex_order_table2", HERE / "complex_order_table2.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-table2 = _load_table2()
+table2 = load_script(HERE / "complex_order_table2.py")
 
 # (key, row label, f_d(j, pos), embedding, embedding options, shared W^QKV,
 #  paper parameters, paper accuracy, Table 2 row it equals or None).

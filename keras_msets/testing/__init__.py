@@ -6,6 +6,7 @@ so the helpers run unchanged on TensorFlow, JAX and PyTorch.
 
 import importlib
 
+from keras_msets.testing.scripts import load_script
 from keras_msets.testing.test_case import TestCase
 from keras_msets.testing.test_case import assert_all_close
 from keras_msets.testing.test_case import assert_all_equal
@@ -38,5 +39,6 @@ __all__ = [
     "assert_padding_invariant",
     "assert_permutation_equivariant",
     "assert_permutation_invariant",
+    "load_script",
     *_GOLDEN,
 ]

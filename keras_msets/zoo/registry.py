@@ -140,12 +140,9 @@ def load(name, load_weights=True):
 def load_recipe(name):
     """Import the `recipe.py` module of preset `name`."""
     path = preset_dir(name) / RECIPE_FILE
-    spec = importlib.util.spec_from_file_location(
-        f"keras_msets_recipe_{name}", path
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from keras_msets.testing.scripts import load_script
+
+    return load_script(path, name=f"keras_msets_recipe_{name}")
 
 
 def evaluate(name, verbose=1):

@@ -1,11 +1,12 @@
 """The complex layer speed benchmark runs end to end in smoke mode."""
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import keras
+
+from keras_msets.testing import load_script
 
 SCRIPT = (
     Path(__file__).resolve().parents[2]
@@ -15,10 +16,7 @@ SCRIPT = (
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("complex_layer_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def _real_params(pair, d, vocab, kernel, inner):

@@ -1,8 +1,9 @@
 """The Table 4 ablation benchmark runs end to end in smoke mode."""
 
-import importlib.util
 import json
 from pathlib import Path
+
+from keras_msets.testing import load_script
 
 SCRIPT = (
     Path(__file__).resolve().parents[2]
@@ -12,12 +13,7 @@ SCRIPT = (
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location(
-        "complex_order_table4", SCRIPT
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_complex_order_table4_smoke(tmp_path, capsys, monkeypatch):

@@ -1,21 +1,17 @@
 """The Fusion Encoder Network benchmarks run end to end on tiny settings."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 
+from keras_msets.testing import load_script
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def _load_script(name):
-    spec = importlib.util.spec_from_file_location(
-        name, BENCHMARKS / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / f"{name}.py")
 
 
 def test_fen_comparison_smoke(tmp_path):

@@ -1,8 +1,9 @@
 """The fen_dyck_64 continuation benchmark runs end to end (tiny)."""
 
-import importlib.util
 import json
 from pathlib import Path
+
+from keras_msets.testing import load_script
 
 SCRIPT = (
     Path(__file__).resolve().parents[2]
@@ -12,9 +13,7 @@ SCRIPT = (
 
 
 def test_fen_dyck64_continuation_tiny(tmp_path):
-    spec = importlib.util.spec_from_file_location("continuation", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(SCRIPT)
     output = tmp_path / "continuation.json"
     argv = ["--steps", "2", "--epochs", "1", "--test-size", "40"]
     script.main(argv + ["--output", str(output)])

@@ -1,19 +1,17 @@
 """The Figure 2 (task 0) benchmark runs end to end in smoke mode."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 
+from keras_msets.testing import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "figure2_task0.py"
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("figure2_task0", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_figure2_task0_smoke(tmp_path):

@@ -6,12 +6,12 @@ training: the files, the true-MI column against the closed form, and
 finite KSG errors.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 
+from keras_msets.testing import load_script
 from keras_msets.zoo import mst_recipe
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_figure2.py"
@@ -26,10 +26,7 @@ TINY = {
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("mst_figure2", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):

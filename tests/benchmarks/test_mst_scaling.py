@@ -1,6 +1,5 @@
 """The multi-set attention scaling benchmark runs end to end on tiny sizes."""
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -8,14 +7,13 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_msets.testing import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_scaling.py"
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("mst_scaling", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_mst_scaling_smoke(tmp_path, capsys):

@@ -9,7 +9,6 @@ relation networks, that a rerun trains nothing and that Table 2's image
 source reaches every step of a row.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from keras_msets.estimators import classical
+from keras_msets.testing import load_script
 from keras_msets.zoo import mst_recipe
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_tables.py"
@@ -24,10 +24,7 @@ SMALL = ["--steps", "2", "--batch-size", "4", "--tiny", "--verbose", "0"]
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("mst_tables", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_paper_numbers_and_app_b_widths():

@@ -1,10 +1,11 @@
 """The position-encoding benchmark runs end to end in smoke mode."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
+
+from keras_msets.testing import load_script
 
 SCRIPT = (
     Path(__file__).resolve().parents[2] / "benchmarks" / "position_encodings.py"
@@ -12,10 +13,7 @@ SCRIPT = (
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("position_encodings", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_position_encodings_smoke(tmp_path):

@@ -6,7 +6,6 @@ and balance, the evaluation functions against the classical estimators
 called directly, and one recipe end to end into a temporary zoo folder.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from keras_msets import zoo
 from keras_msets.data import mixtures
 from keras_msets.data import set_counting
 from keras_msets.estimators import classical
+from keras_msets.testing import load_script
 from keras_msets.zoo import mst_recipe
 from keras_msets.zoo import registry
 
@@ -41,12 +41,7 @@ TINY_COUNTING = dict(TINY, filters=(2,))
 
 
 def _load_recipe(name):
-    spec = importlib.util.spec_from_file_location(
-        f"test_recipe_{name}", ROOT / "zoo" / name / "recipe.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "zoo" / name / "recipe.py")
 
 
 def _masked_moments(values, mask):

@@ -12,6 +12,7 @@ or `keras-msets zoo train fen_dyck_64`; it writes the preset folder
 (default: next to this file, replacing the shipped preset).
 """
 
+import functools
 from pathlib import Path
 
 import keras
@@ -32,7 +33,13 @@ TEST_SEED = 123_456
 TEST_SIZE = 10_000
 
 
-def build_model(length=LENGTH):
+def build_model(length=LENGTH, encoding_activation="tanh"):
+    """The preset's FEN; `encoding_activation` of alpha's and beta's outputs.
+
+    The shipped preset uses tanh (the layer's default). `None` (linear
+    encodings, which can hold an unbounded bracket count) is the
+    experiment reported in benchmarks/RESULTS.md.
+    """
     return FusionEncoderNetwork(
         sequence_length=length,
         vocabulary_size=3,
@@ -43,6 +50,7 @@ def build_model(length=LENGTH):
         decoder_units=[64],
         output_activation="sigmoid",
         sharing="all",
+        encoding_activation=encoding_activation,
         name=NAME,
     )
 
@@ -70,7 +78,13 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=TEST_SEED):
     return metrics
 
 
-def train(output_dir=None, epochs=None, stages=STAGES, verbose=2):
+def train(
+    output_dir=None,
+    epochs=None,
+    stages=STAGES,
+    verbose=2,
+    encoding_activation="tanh",
+):
     """Run the curriculum; `epochs` overrides the last stage's epochs."""
     from keras_msets.zoo import registry
 
@@ -79,7 +93,7 @@ def train(output_dir=None, epochs=None, stages=STAGES, verbose=2):
     output_dir = Path(output_dir or Path(__file__).parent)
     output_dir.mkdir(parents=True, exist_ok=True)
     model, history, seconds = fen_recipe.fit_stages(
-        build_model,
+        functools.partial(build_model, encoding_activation=encoding_activation),
         stages,
         make_data,
         learning_rate=LEARNING_RATE,
@@ -195,5 +209,16 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", default=None)
+    parser.add_argument(
+        "--encoding-activation",
+        default="tanh",
+        help='"tanh" (the preset) or "linear" (the RESULTS.md experiment)',
+    )
     args = parser.parse_args()
-    print(train(args.output_dir))
+    activation = args.encoding_activation
+    print(
+        train(
+            args.output_dir,
+            encoding_activation=None if activation == "linear" else activation,
+        )
+    )
