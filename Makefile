@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 BACKENDS ?= tensorflow jax torch
 DEMO_BACKEND ?= jax
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): the suite is CPU-bound, one per core.
+TEST_WORKERS ?= 2
 
 .PHONY: install demo test lint format
 
@@ -37,6 +39,7 @@ test: lint
 	for backend in $(BACKENDS); do \
 	  echo "=== KERAS_BACKEND=$$backend ==="; \
 	  KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
+	    -n $(TEST_WORKERS) \
 	    $(PYTEST_ARGS) || failed="$$failed $$backend"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
