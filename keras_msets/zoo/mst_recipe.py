@@ -415,6 +415,7 @@ def fit_estimator(
         "loss_function": loss,
         "dims": None if dims is None else list(dims),
         "seed": seed,
+        "backend": keras.backend.backend(),
     }
 
 
@@ -938,6 +939,7 @@ def run_recipe(
     verbose=2,
     seed=0,
     before_fit=None,
+    continue_from=None,
 ):
     """Trains, evaluates and saves one preset; returns its metrics.
 
@@ -952,18 +954,32 @@ def run_recipe(
     is written by `keras_msets.zoo.save_preset` with an `example` (see
     `example_metadata`) and `extra` metadata: the task, the dimensions,
     the set sizes and the preprocessing the estimators must apply.
+
+    `continue_from` (a preset folder written by this function, e.g. the
+    shipped one) continues training: its weights are loaded instead of
+    running `before_fit` (whose metrics are carried over), its earlier
+    runs are kept in `metrics["earlier_fits"]` (the card lists them), and
+    the batches are drawn with seed `seed + k` for the k-th continuation,
+    so they are new but reproducible.
     """
     from pathlib import Path
 
     from keras_msets.zoo import registry
 
     output_dir = Path(output_dir)
+    earlier, carried, example = _earlier_fits(continue_from)
     output_dir.mkdir(parents=True, exist_ok=True)
     checkpoint = output_dir / CHECKPOINT_FILE
     keras.utils.set_random_seed(seed)
     model = build_model()
     metrics = {}
-    if before_fit is not None:
+    if earlier:
+        model(registry.example_input(example))  # builds the weights
+        model.load_weights(Path(continue_from) / registry.WEIGHTS_FILE)
+        metrics.update(carried)
+        metrics["earlier_fits"] = earlier
+        seed += len(earlier)
+    elif before_fit is not None:
         metrics.update(before_fit(model))
     fit = fit_estimator(
         model,
@@ -1006,6 +1022,45 @@ def run_recipe(
     return metrics
 
 
+def _earlier_fits(continue_from):
+    """`(fits, other metrics, example)` of preset folder `continue_from`.
+
+    The fits oldest first; the other metrics are those `before_fit` wrote
+    (e.g. the counting encoder's pretraining), evaluations are redone; the
+    example is the metadata's (`example_metadata`).
+    """
+    import json
+    from pathlib import Path
+
+    from keras_msets.zoo import registry
+
+    if continue_from is None:
+        return [], {}, None
+    metadata = Path(continue_from) / registry.METADATA_FILE
+    if not metadata.is_file():
+        raise FileNotFoundError(
+            "`continue_from` must be a preset folder with "
+            f"{registry.METADATA_FILE} and {registry.WEIGHTS_FILE}. "
+            f"Received: continue_from={str(continue_from)!r}"
+        )
+    metadata = json.loads(metadata.read_text())
+    metrics = metadata["metrics"]
+    if "fit" not in metrics or "example" not in metadata:
+        raise ValueError(
+            f"The preset in {str(continue_from)!r} records no training run "
+            "(`metrics['fit']`) or example; only presets written by "
+            "`run_recipe` can be continued."
+        )
+    fits = [dict(f) for f in metrics.get("earlier_fits", [])]
+    fits.append(dict(metrics["fit"]))
+    carried = {
+        key: value
+        for key, value in metrics.items()
+        if key.startswith("pretrain")
+    }
+    return fits, carried, metadata["example"]
+
+
 _SPEC_OF = {
     "kl_divergence": pretrained.SPECS["kl_divergence"],
     "mutual_information": pretrained.SPECS["mutual_information"],
@@ -1030,6 +1085,11 @@ def command_line(train, description, default_steps):
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--verbose", type=int, default=2)
+    parser.add_argument(
+        "--continue-from",
+        default=None,
+        help="a preset folder whose weights to train further",
+    )
     args = parser.parse_args()
     metrics = train(
         output_dir=args.output_dir,
@@ -1038,25 +1098,45 @@ def command_line(train, description, default_steps):
         learning_rate=args.learning_rate,
         workers=args.workers,
         verbose=args.verbose,
+        continue_from=args.continue_from,
     )
     print(json.dumps(metrics, indent=2))
 
 
-def training_text(name, task, fit, extra=""):
-    """The "Training" section of a model card."""
+def total_steps(metrics):
+    """Training batches of a preset's metrics, continued runs included."""
+    fits = [*metrics.get("earlier_fits", ()), metrics["fit"]]
+    return sum(f["steps"] for f in fits)
+
+
+def _rerun_arguments(task, fit):
+    """The recipe's command-line arguments that repeat `fit`."""
+    arguments = f"--steps {fit['steps']}"
+    if fit["batch_size"] != DEFAULTS[task]["batch_size"]:
+        arguments += f" --batch-size {fit['batch_size']}"
+    if fit["learning_rate"] != DEFAULTS[task]["learning_rate"]:
+        arguments += f" --learning-rate {fit['learning_rate']:g}"
+    return arguments
+
+
+def training_text(name, task, fit, extra="", earlier=()):
+    """The "Training" section of a model card.
+
+    `earlier`: the fits this one continued (`metrics["earlier_fits"]`),
+    oldest first; the card then lists every run and the chain of commands
+    that repeats them.
+    """
     paper = DEFAULTS[task]["paper_steps"]
     paper_rate = DEFAULTS[task]["learning_rate"]
-    rerun = f"--steps {fit['steps']}"
-    if fit["batch_size"] != DEFAULTS[task]["batch_size"]:
-        rerun += f" --batch-size {fit['batch_size']}"
-    if fit["learning_rate"] != paper_rate:
-        rerun += f" --learning-rate {fit['learning_rate']:g}"
+    fits = [*earlier, fit]
+    total = sum(f["steps"] for f in fits)
+    backend = keras.backend.backend()
     if fit["learning_rate"] == paper_rate:
         rate_text = "(App. B)"
     else:
         rate_text = (
             f"(App. B: {paper_rate:g}; raised for a run of "
-            f"{fit['steps'] / paper:.0%} of the paper's batches)"
+            f"{total / paper:.0%} of the paper's batches)"
         )
     dims = fit.get("dims")
     if not dims:
@@ -1069,7 +1149,9 @@ def training_text(name, task, fit, extra=""):
             f"{dims[-1]} in balanced random order (each d once in every "
             f"{len(dims)} batches)."
         )
-    return f"""## Training
+    rerun = _rerun_arguments(task, fit)
+    if not earlier:
+        return f"""## Training
 
 `zoo/{name}/recipe.py` through
 `keras_msets.zoo.mst_recipe.fit_estimator`: {fit["steps"]:,} batches of
@@ -1077,9 +1159,44 @@ def training_text(name, task, fit, extra=""):
 learning rate {fit["learning_rate"]:g} {rate_text}, loss
 `{fit["loss_function"]}`, seed {fit["seed"]}.{dims_text}{extra}
 Wall time {fit["seconds"]:.0f} s ({fit["steps_per_second"]:.3f} steps/s)
-on {keras.backend.backend()}. This run again:
+on {backend}. This run again:
 
-    KERAS_BACKEND={keras.backend.backend()} python zoo/{name}/recipe.py {rerun}
+    KERAS_BACKEND={backend} python zoo/{name}/recipe.py {rerun}
+
+(`keras-msets zoo train {name}` runs the recipe's defaults; `--steps N`
+trains longer.)
+"""
+    runs = "\n".join(
+        f"{k}. {f['steps']:,} batches of {f['batch_size']} fresh pairs, "
+        f"learning rate {f['learning_rate']:g}, batch seed {f['seed']}, "
+        f"{f['seconds']:.0f} s ({f['steps_per_second']:.3f} steps/s) on "
+        f"{f.get('backend', backend)}"
+        for k, f in enumerate(fits, 1)
+    )
+    commands = []
+    for k, f in enumerate(fits, 1):
+        command = (
+            f"    KERAS_BACKEND={f.get('backend', backend)} python "
+            f"zoo/{name}/recipe.py {_rerun_arguments(task, f)}"
+        )
+        if k > 1:
+            command += f" --continue-from run{k - 1}"
+        commands.append(command + f" --output-dir run{k}")
+    commands = "\n".join(commands)
+    return f"""## Training
+
+`zoo/{name}/recipe.py` through
+`keras_msets.zoo.mst_recipe.fit_estimator`, in {len(fits)} runs, each
+continuing the weights of the one before (`--continue-from`; Adam starts
+afresh in every run): {total:,} batches in all (the paper: {paper:,}),
+Adam at a constant learning rate {rate_text}, loss
+`{fit["loss_function"]}`.{dims_text}{extra}
+
+{runs}
+
+These runs again (the last folder is the preset):
+
+{commands}
 
 (`keras-msets zoo train {name}` runs the recipe's defaults; `--steps N`
 trains longer.)

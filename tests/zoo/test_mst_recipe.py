@@ -498,3 +498,46 @@ def test_two_sample_recipe_end_to_end(tmp_path, monkeypatch):
         atol=1e-5,
     )
     assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["fit"]["steps"] == 2
+
+
+def test_a_recipe_continues_a_saved_preset(tmp_path):
+    recipe = _load_recipe("mst_two_sample")
+    tiny = dict(batch_size=4, verbose=0, test_size=8, model_kwargs=TINY)
+    first = recipe.train(output_dir=tmp_path / "run1", steps=2, **tiny)
+    # Shift the saved weights far from any initialisation: the continued
+    # run must start from them (a few tiny steps move them by ~1e-4).
+    weights = tmp_path / "run1" / registry.WEIGHTS_FILE
+    model = recipe.build_model(**TINY)
+    model([np.zeros((1, 4, 8), "float32")] * 2)
+    model.load_weights(weights)
+    shifted = [w + 0.5 for w in model.get_weights()]
+    model.set_weights(shifted)
+    model.save_weights(weights)
+    second = recipe.train(
+        output_dir=tmp_path / "run2",
+        steps=3,
+        continue_from=tmp_path / "run1",
+        **tiny,
+    )
+    model.load_weights(tmp_path / "run2" / registry.WEIGHTS_FILE)
+    for before, after in zip(shifted, model.get_weights(), strict=True):
+        np.testing.assert_allclose(after, before, atol=1e-2)
+    assert any(
+        not np.array_equal(a, b)
+        for a, b in zip(shifted, model.get_weights(), strict=True)
+    )
+    assert second["earlier_fits"] == [first["fit"]]
+    assert [first["fit"]["seed"], second["fit"]["seed"]] == [0, 1]
+    assert mst_recipe.total_steps(second) == 5
+    card = (tmp_path / "run2" / "README.md").read_text()
+    assert "in 2 runs" in card and "5 batches in all" in card
+    assert "--steps 2 --batch-size 4 --output-dir run1" in card
+    assert "--steps 3 --batch-size 4 --continue-from run1" in card
+    assert "after 5 training batches" in card
+    with pytest.raises(FileNotFoundError, match="continue_from"):
+        recipe.train(
+            output_dir=tmp_path / "run3",
+            steps=2,
+            continue_from=tmp_path / "nowhere",
+            **tiny,
+        )

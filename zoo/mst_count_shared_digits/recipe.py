@@ -52,6 +52,7 @@ def train(
     verbose=2,
     test_size=TEST_SIZE,
     model_kwargs=None,
+    continue_from=None,
     pretrain_steps=PRETRAIN_STEPS,
 ):
     """Pretrains the encoder, trains end to end, evaluates and saves.
@@ -93,6 +94,7 @@ def train(
         verbose=verbose,
         seed=SEED,
         before_fit=pretrain,
+        continue_from=continue_from,
     )
 
 
@@ -133,7 +135,15 @@ shared = predicted.round()
   Multi-Set Transformer (latent 128, hidden 256, 4 blocks, 4 heads, PMA)
   and a single linear decoder layer (App. B).
 
-{mst_recipe.training_text(NAME, TASK, metrics["fit"], pretrain)}
+{
+        mst_recipe.training_text(
+            NAME,
+            TASK,
+            metrics["fit"],
+            pretrain,
+            earlier=metrics.get("earlier_fits", ()),
+        )
+    }
 ## Results
 
 {TEST_SIZE:,} fresh pairs of test images (images 1350-1796, never seen in

@@ -61,6 +61,7 @@ def train(
     verbose=2,
     test_size=TEST_SIZE,
     model_kwargs=None,
+    continue_from=None,
 ):
     """Trains, evaluates and saves the preset; returns the metrics.
 
@@ -88,6 +89,7 @@ def train(
         workers=workers,
         verbose=verbose,
         seed=SEED,
+        continue_from=continue_from,
     )
 
 
@@ -136,7 +138,8 @@ def model_card(model, metrics):
         + ", ".join(
             str(d) for d, ok in zip(TEST_DIMS, met, strict=True) if not ok
         )
-        + f" after {metrics['fit']['steps']:,} training batches (the paper "
+        + f" after {mst_recipe.total_steps(metrics):,} training batches "
+        "(the paper "
         "trains 100,000); train longer (`--steps`) to close the gap."
     )
     constant = [
@@ -150,6 +153,9 @@ def model_card(model, metrics):
             'the best constant answer (column "best constant"): it has not '
             "learned to read its input there yet."
         )
+    training = mst_recipe.training_text(
+        NAME, TASK, metrics["fit"], earlier=metrics.get("earlier_fits", ())
+    )
     return f"""# `{NAME}`
 
 A dimension-equivariant Multi-Set Transformer (Selby et al., "Learning
@@ -179,7 +185,7 @@ model = keras_msets.zoo.load("{NAME}")  # the raw model
 - Output: `[batch, 1]`, KL in nats (the estimator clips it at 0).
 - Parameters: {model.count_params():,}; no weight depends on d.
 
-{mst_recipe.training_text(NAME, TASK, metrics["fit"])}
+{training}
 ## Results
 
 Fresh test pairs never seen in training ({TEST_SIZE:,} per dimension,

@@ -53,6 +53,7 @@ def train(
     verbose=2,
     test_size=TEST_SIZE,
     model_kwargs=None,
+    continue_from=None,
 ):
     """Trains, evaluates and saves the preset; returns the metrics.
 
@@ -81,6 +82,7 @@ def train(
         workers=workers,
         verbose=verbose,
         seed=SEED,
+        continue_from=continue_from,
     )
 
 
@@ -109,7 +111,8 @@ def model_card(model, metrics):
         if not failed
         else "It does NOT beat KSG at d = "
         + ", ".join(str(d) for d in failed)
-        + f" after {metrics['fit']['steps']:,} training batches (the paper "
+        + f" after {mst_recipe.total_steps(metrics):,} training batches "
+        "(the paper "
         "trains 100,000); train longer (`--steps`) to close the gap."
     )
     constant = [
@@ -124,6 +127,9 @@ def model_card(model, metrics):
             "the median test label): it has not learned to read its input "
             "there, and its answers should not be used."
         )
+    training = mst_recipe.training_text(
+        NAME, TASK, metrics["fit"], earlier=metrics.get("earlier_fits", ())
+    )
     return f"""# `{NAME}`
 
 A dimension-equivariant Multi-Set Transformer (Selby et al., "Learning
@@ -153,7 +159,7 @@ model = keras_msets.zoo.load("{NAME}")  # the raw model
 - Output: `[batch, 1]`, the MI in nats (the estimator clips it at 0).
 - Parameters: {model.count_params():,}; no weight depends on d.
 
-{mst_recipe.training_text(NAME, TASK, metrics["fit"])}
+{training}
 ## Results
 
 Fresh test pairs never seen in training ({TEST_SIZE:,} per dimension,

@@ -49,6 +49,7 @@ def train(
     verbose=2,
     test_size=TEST_SIZE,
     model_kwargs=None,
+    continue_from=None,
 ):
     """Trains, evaluates and saves the preset; returns the metrics.
 
@@ -75,6 +76,7 @@ def train(
         workers=workers,
         verbose=verbose,
         seed=SEED,
+        continue_from=continue_from,
     )
 
 
@@ -84,8 +86,12 @@ def model_card(model, metrics):
         f"It reaches the target ({accuracy:.4f} >= {TARGET})."
         if accuracy >= TARGET
         else f"It does NOT reach the target ({accuracy:.4f} < {TARGET}) "
-        f"after {metrics['fit']['steps']:,} training batches (the paper: "
+        f"after {mst_recipe.total_steps(metrics):,} training batches "
+        "(the paper: "
         "7,500 of 256 at learning rate 1e-5); train longer (`--steps`)."
+    )
+    training = mst_recipe.training_text(
+        NAME, TASK, metrics["fit"], earlier=metrics.get("earlier_fits", ())
     )
     return f"""# `{NAME}`
 
@@ -114,7 +120,7 @@ model = keras_msets.zoo.load("{NAME}")  # the raw model
 - Output: `[batch, 1]`, the probability of "same distribution".
 - Parameters: {model.count_params():,}.
 
-{mst_recipe.training_text(NAME, TASK, metrics["fit"])}
+{training}
 ## Results
 
 {TEST_SIZE:,} fresh test pairs never seen in training (seed
