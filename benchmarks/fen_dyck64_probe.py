@@ -33,6 +33,7 @@ import json
 import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 
 from keras_msets import data
@@ -56,7 +57,7 @@ def probe(model, num=3000, seed=778):
     """Per segment length: probe error and exact fraction for c, o, o - c."""
     length = model.segments.length
     x, _ = data.dyck1(num, length, seed=seed)
-    table = np.asarray(model.encodings(x))[:, 1:]
+    table = keras.ops.convert_to_numpy(model.encodings(x))[:, 1:]
     spans = model.segments.segments
     rows = []
     width = 1

@@ -1,0 +1,29 @@
+"""The fen_dyck_64 recipe's model options (the RESULTS.md experiments)."""
+
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_msets.testing import load_script
+
+ZOO = Path(__file__).resolve().parents[2] / "zoo"
+RECIPE = ZOO / "fen_dyck_64" / "recipe.py"
+
+
+def test_build_model_options():
+    recipe = load_script(RECIPE)
+    preset = recipe.build_model(16)
+    assert preset.segment_learning_rates is None
+    assert preset.encoding_activation is keras.activations.tanh
+    linear = recipe.build_model(16, encoding_activation=None, rate_power=1.0)
+    assert linear.encoding_activation is keras.activations.linear
+    rates = np.asarray(linear.segment_learning_rates)
+    lengths = np.array([j - i + 1 for i, j in linear.segments.segments])
+    np.testing.assert_allclose(rates[:, 0], rates[:, 1])
+    np.testing.assert_allclose(rates[:, 0], lengths / lengths.mean())
+    x = np.random.default_rng(0).integers(1, 3, size=(3, 16)).astype("int32")
+    assert linear(x).shape == (3, 1)
+    # Unbounded encodings: the tanh model's stay in [-1, 1].
+    encodings = keras.ops.convert_to_numpy(preset.encodings(x))
+    assert np.abs(encodings).max() <= 1.0
