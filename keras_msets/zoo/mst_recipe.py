@@ -1022,6 +1022,50 @@ def run_recipe(
     return metrics
 
 
+def train_recipe(
+    recipe,
+    *,
+    data,
+    dims,
+    output_dir=None,
+    steps=None,
+    epochs=None,
+    test_size=None,
+    model_kwargs=None,
+    **options,
+):
+    """The `train()` of a `zoo/mst_*/recipe.py`: `run_recipe` with its parts.
+
+    `recipe` is the recipe module's namespace (`globals()`), which defines
+    `NAME`, `TASK`, `DEFAULT_STEPS`, `TEST_SIZE`, `SEED`, `build_model`,
+    `evaluate` and `model_card`. `data` describes the training data for
+    the metadata, `dims` the training dimensions. `epochs` (the `--epochs`
+    of `keras-msets zoo train`) means thousands of steps; `model_kwargs`
+    override the App. B model (smoke tests); `test_size` defaults to the
+    recipe's `TEST_SIZE`. `options` go to `run_recipe` (`batch_size`,
+    `learning_rate`, `workers`, `verbose`, `before_fit`, `continue_from`).
+    The preset is written next to the recipe unless `output_dir` is given.
+    """
+    from pathlib import Path
+
+    test_size = test_size or recipe["TEST_SIZE"]
+    return run_recipe(
+        name=recipe["NAME"],
+        task=recipe["TASK"],
+        build_model=lambda: recipe["build_model"](**(model_kwargs or {})),
+        dims=dims,
+        steps=steps_from(steps, epochs, recipe["DEFAULT_STEPS"]),
+        evaluate=lambda m, verbose: recipe["evaluate"](
+            m, verbose, num=test_size
+        ),
+        model_card=recipe["model_card"],
+        output_dir=output_dir or Path(recipe["__file__"]).parent,
+        data=data,
+        seed=recipe["SEED"],
+        **options,
+    )
+
+
 def _earlier_fits(continue_from):
     """`(fits, other metrics, example)` of preset folder `continue_from`.
 

@@ -15,8 +15,6 @@ mst_count_shared_digits` re-runs it. It writes the preset folder
 (default: next to this file).
 """
 
-from pathlib import Path
-
 from keras_msets.zoo import mst_recipe
 
 NAME = "mst_count_shared_digits"
@@ -45,20 +43,15 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=mst_recipe.TEST_SEED):
 def train(
     output_dir=None,
     steps=None,
-    epochs=None,
-    batch_size=None,
     learning_rate=None,
-    workers=1,
-    verbose=2,
-    test_size=TEST_SIZE,
-    model_kwargs=None,
-    continue_from=None,
     pretrain_steps=PRETRAIN_STEPS,
+    **options,
 ):
     """Pretrains the encoder, trains end to end, evaluates and saves.
 
-    `epochs` (the `--epochs` of `keras-msets zoo train`) means thousands
-    of steps. `model_kwargs` override the App. B model (smoke tests).
+    `learning_rate` serves both; `options`: `epochs`, `batch_size`,
+    `workers`, `verbose`, `test_size`, `model_kwargs` (smoke tests),
+    `continue_from` (see `keras_msets.zoo.mst_recipe.train_recipe`).
     """
     learning_rate = learning_rate or mst_recipe.DEFAULTS[TASK]["learning_rate"]
 
@@ -72,15 +65,8 @@ def train(
         )
         return {"pretrain_steps": pretrain_steps, "pretrain_accuracy": accuracy}
 
-    return mst_recipe.run_recipe(
-        name=NAME,
-        task=TASK,
-        build_model=lambda: build_model(**(model_kwargs or {})),
-        dims=None,
-        steps=mst_recipe.steps_from(steps, epochs, DEFAULT_STEPS),
-        evaluate=lambda m, verbose: evaluate(m, verbose, num=test_size),
-        model_card=model_card,
-        output_dir=output_dir or Path(__file__).parent,
+    return mst_recipe.train_recipe(
+        globals(),
         data=(
             "pairs of sets of 10-30 scikit-learn 8x8 digit images (images "
             "0-1349 of load_digits(); test: 1350-1796), drawn without "
@@ -88,13 +74,12 @@ def train(
             "of classes both sets contain (Selby et al. Sec. 5.2.1, MNIST "
             "replaced); fresh pairs every batch"
         ),
-        batch_size=batch_size,
+        dims=None,
+        output_dir=output_dir,
+        steps=steps,
         learning_rate=learning_rate,
-        workers=workers,
-        verbose=verbose,
-        seed=SEED,
         before_fit=pretrain,
-        continue_from=continue_from,
+        **options,
     )
 
 

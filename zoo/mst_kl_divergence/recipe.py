@@ -15,8 +15,6 @@ trains 100,000 batches, pass a larger `--steps` on a GPU), then
 preset folder (default: next to this file).
 """
 
-from pathlib import Path
-
 from keras_msets.zoo import mst_recipe
 
 NAME = "mst_kl_divergence"
@@ -51,32 +49,10 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=mst_recipe.TEST_SEED):
     return metrics
 
 
-def train(
-    output_dir=None,
-    steps=None,
-    epochs=None,
-    batch_size=None,
-    learning_rate=None,
-    workers=1,
-    verbose=2,
-    test_size=TEST_SIZE,
-    model_kwargs=None,
-    continue_from=None,
-):
-    """Trains, evaluates and saves the preset; returns the metrics.
-
-    `epochs` (the `--epochs` of `keras-msets zoo train`) means thousands
-    of steps. `model_kwargs` override the App. B model (smoke tests).
-    """
-    return mst_recipe.run_recipe(
-        name=NAME,
-        task=TASK,
-        build_model=lambda: build_model(**(model_kwargs or {})),
-        dims=DIMS,
-        steps=mst_recipe.steps_from(steps, epochs, DEFAULT_STEPS),
-        evaluate=lambda m, verbose: evaluate(m, verbose, num=test_size),
-        model_card=model_card,
-        output_dir=output_dir or Path(__file__).parent,
+def train(output_dir=None, steps=None, **options):
+    """Trains, evaluates, saves; `options`: `mst_recipe.train_recipe`'s."""
+    return mst_recipe.train_recipe(
+        globals(),
         data=(
             "pairs of sets of 100-150 samples of two random Gaussian "
             "mixtures (Selby et al. Sec. 5.1.1) in d = 2..16, whitened "
@@ -84,12 +60,10 @@ def train(
             "Monte-Carlo estimate of KL(P || Q) over the points of X; "
             "fresh pairs every batch"
         ),
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        workers=workers,
-        verbose=verbose,
-        seed=SEED,
-        continue_from=continue_from,
+        dims=DIMS,
+        output_dir=output_dir,
+        steps=steps,
+        **options,
     )
 
 

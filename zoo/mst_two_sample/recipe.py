@@ -12,8 +12,6 @@ trains 7,500 batches of 256), then `keras-msets zoo train mst_two_sample`
 re-runs it. It writes the preset folder (default: next to this file).
 """
 
-from pathlib import Path
-
 from keras_msets.zoo import mst_recipe
 
 NAME = "mst_two_sample"
@@ -39,44 +37,20 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=mst_recipe.TEST_SEED):
     )
 
 
-def train(
-    output_dir=None,
-    steps=None,
-    epochs=None,
-    batch_size=None,
-    learning_rate=None,
-    workers=1,
-    verbose=2,
-    test_size=TEST_SIZE,
-    model_kwargs=None,
-    continue_from=None,
-):
-    """Trains, evaluates and saves the preset; returns the metrics.
-
-    `epochs` (the `--epochs` of `keras-msets zoo train`) means thousands
-    of steps. `model_kwargs` override the App. B model (smoke tests).
-    """
-    return mst_recipe.run_recipe(
-        name=NAME,
-        task=TASK,
-        build_model=lambda: build_model(**(model_kwargs or {})),
-        dims=DIM,
-        steps=mst_recipe.steps_from(steps, epochs, DEFAULT_STEPS),
-        evaluate=lambda m, verbose: evaluate(m, verbose, num=test_size),
-        model_card=model_card,
-        output_dir=output_dir or Path(__file__).parent,
+def train(output_dir=None, steps=None, **options):
+    """Trains, evaluates, saves; `options`: `mst_recipe.train_recipe`'s."""
+    return mst_recipe.train_recipe(
+        globals(),
         data=(
             "pairs of sets of 10-30 points in d = 8: both from one random "
             "Gaussian mixture (label 1) or from two (label 0), half and "
             "half (Selby et al. Sec. 5.2.3 and 5.1.1), whitened jointly "
             "(eq. 15, then a canonical rotation); fresh pairs every batch"
         ),
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        workers=workers,
-        verbose=verbose,
-        seed=SEED,
-        continue_from=continue_from,
+        dims=DIM,
+        output_dir=output_dir,
+        steps=steps,
+        **options,
     )
 
 
