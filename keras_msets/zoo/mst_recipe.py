@@ -1173,7 +1173,7 @@ def training_text(name, task, fit, extra="", earlier=()):
     paper = DEFAULTS[task]["paper_steps"]
     paper_rate = DEFAULTS[task]["learning_rate"]
     fits = [*earlier, fit]
-    total = sum(f["steps"] for f in fits)
+    total = total_steps({"earlier_fits": earlier, "fit": fit})
     backend = keras.backend.backend()
     if fit["learning_rate"] == paper_rate:
         rate_text = "(App. B)"
