@@ -27,3 +27,27 @@ def test_build_model_options():
     # Unbounded encodings: the tanh model's stay in [-1, 1].
     encodings = keras.ops.convert_to_numpy(preset.encodings(x))
     assert np.abs(encodings).max() <= 1.0
+
+
+def test_train_passes_the_options_to_every_stage(tmp_path, monkeypatch):
+    recipe = load_script(RECIPE)
+    built = []
+
+    def fit_stages(build_model, stages, make_data, **kwargs):
+        built.extend(build_model(length) for length, _ in stages)
+        raise RuntimeError("stop after building")
+
+    monkeypatch.setattr(recipe.fen_recipe, "fit_stages", fit_stages)
+    try:
+        recipe.train(
+            tmp_path,
+            stages=((4, 1), (8, 1)),
+            encoding_activation=None,
+            rate_power=1.0,
+        )
+    except RuntimeError as error:
+        assert "stop after building" in str(error)
+    assert [m.sequence_length for m in built] == [4, 8]
+    for model in built:
+        assert model.encoding_activation is keras.activations.linear
+        assert model.segment_learning_rates is not None

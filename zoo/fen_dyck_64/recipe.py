@@ -105,7 +105,11 @@ def train(
     output_dir = Path(output_dir or Path(__file__).parent)
     output_dir.mkdir(parents=True, exist_ok=True)
     model, history, seconds = fen_recipe.fit_stages(
-        functools.partial(build_model, encoding_activation=encoding_activation),
+        functools.partial(
+            build_model,
+            encoding_activation=encoding_activation,
+            rate_power=rate_power,
+        ),
         stages,
         make_data,
         learning_rate=LEARNING_RATE,
