@@ -28,6 +28,8 @@ def fit_stages(
 ):
     """Train `build_model(length)` through `stages` of `(length, epochs)`.
 
+    A stage may be `(length, epochs, stage_learning_rate)` to override
+    `learning_rate` for that stage.
     `make_data(length, split)` returns `(x, y)` for split "train" / "dev".
     Each stage compiles a fresh model of its length, loads the previous
     stage's weights, and fits with Adam at a constant learning rate (best
@@ -47,8 +49,9 @@ def fit_stages(
     history = []
     start = time.time()
     model = None
-    for stage, (length, epochs) in enumerate(stages):
+    for stage, (length, epochs, *rate) in enumerate(stages):
         last = stage == len(stages) - 1
+        rate = float(rate[0]) if rate else learning_rate
         model = build_model(length)
         (x, y), (x_dev, y_dev) = (
             make_data(length, "train"),
@@ -58,7 +61,7 @@ def fit_stages(
         if weights is not None:
             model.set_weights(weights)
         model.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
+            optimizer=keras.optimizers.Adam(rate),
             loss=model_loss(model),
             metrics=["accuracy"],
         )
@@ -94,6 +97,7 @@ def fit_stages(
             {
                 "length": int(length),
                 "epochs_run": len(result.history["loss"]),
+                "learning_rate": rate,
                 "best_val_loss": float(min(result.history["val_loss"])),
                 "best_val_accuracy": float(max(result.history["val_accuracy"])),
             }

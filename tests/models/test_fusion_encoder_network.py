@@ -288,6 +288,94 @@ class FusionEncoderNetworkTest(TestCase):
             grads_e2e[path.replace(name, e2e.name)], grads[path]
         )
 
+    def test_token_count_loss_is_local(self):
+        # N = 4, one parameterisation per segment. The auxiliary loss adds,
+        # to the gradient of the fusion encoder of segment k, only the
+        # back-propagation of segment k's own count error (its inputs are
+        # constants), and to the readout the sum over segments; both are
+        # computed here by hand in float64 numpy.
+        weight = 0.5
+        x = _ids(batch=6, length=4, seed=4)
+        y = np.array([0, 1, 1, 0, 1, 0], "float32")
+        base = _small(sequence_length=4, sharing="none")
+        base(x)
+        aux = _small(
+            sequence_length=4,
+            sharing="none",
+            token_count_loss_weight=weight,
+        )
+        aux(x)
+        aux.set_weights(base.get_weights() + aux.count_readout.get_weights())
+        loss_base, g_base = _loss_and_gradients(base, x, y)
+        loss_aux, g_aux = _loss_and_gradients(aux, x, y)
+        s = aux.segments
+        table = np.asarray(keras.ops.convert_to_numpy(aux.encodings(x)))
+        enc = table[:, 1:].astype("float64")
+        counts = np.stack(
+            [
+                np.stack([(x[:, i - 1 : j] == v).sum(1) for v in range(3)], -1)
+                for i, j in s.segments
+            ],
+            1,
+        ).astype("float64")
+        self.assertAllClose(aux.segment_token_counts(x), counts)
+        kernel, bias = (
+            np.asarray(keras.ops.convert_to_numpy(w), "float64")
+            for w in aux.count_readout.weights
+        )
+        n, batch, vocab, count = 4, len(x), 3, s.num_segments
+        error = n * (enc @ kernel + bias) - counts  # [batch, |S|, vocab]
+        self.assertAllClose(
+            aux.predicted_token_counts(x), n * (enc @ kernel + bias), atol=1e-5
+        )
+        # Summed over segments of the mean over batch and vocabulary.
+        expected = weight * np.mean(error**2) * count
+        self.assertAllClose(loss_aux - loss_base, expected, rtol=1e-4)
+        d_error = weight * 2 * error / (batch * vocab)  # d loss / d error
+        readout = aux.count_readout.kernel.path
+        self.assertAllClose(
+            g_aux[readout],
+            n * np.einsum("bse,bsv->ev", enc, d_error),
+            atol=1e-5,
+            rtol=1e-4,
+        )
+        d_enc = n * d_error @ kernel.T  # [batch, |S|, encoding_dim]
+        fw = [
+            np.asarray(keras.ops.convert_to_numpy(w), "float64")
+            for w in aux.fusion_encoder.weights
+        ]
+        for k, (i, j) in enumerate(s.segments[4:]):
+            m = s.sigma[(i, j)]
+            left, right = s.index[(i, m)], s.index[(m + 1, j)]
+            inp = np.concatenate([table[:, left], table[:, right]], -1)
+            p = [w[k] for w in fw]
+            out, cache = _mlp(inp.astype("float64"), *p, np.tanh)
+            self.assertAllClose(out, enc[:, k + 4], atol=1e-5)
+            dz2 = d_enc[:, k + 4] * (1 - out**2)
+            expected = _mlp_backward(cache, p[0], p[2], dz2)
+            for key, pname in (("w1", "kernel_0"), ("w2", "kernel_1")):
+                path = f"{aux.name}/fusion_encoder/{pname}"
+                other = path.replace(aux.name, base.name)
+                self.assertAllClose(
+                    g_aux[path][k] - g_base[other][k],
+                    expected[key],
+                    atol=1e-5,
+                    rtol=1e-4,
+                )
+        # The decoders do not see the auxiliary loss.
+        path = f"{aux.name}/decoder/kernel_0"
+        self.assertAllClose(
+            g_aux[path], g_base[path.replace(aux.name, base.name)], atol=1e-6
+        )
+        # A padded length counts no id at the padding positions.
+        padded = _small(sequence_length=3, token_count_loss_weight=1.0)
+        x3 = _ids(batch=2, length=3, seed=5)
+        got = keras.ops.convert_to_numpy(padded.segment_token_counts(x3))
+        root = padded.segments.index[(1, 4)] - 1
+        self.assertAllClose(got[:, root].sum(-1), [3, 3])
+        with pytest.raises(ValueError, match="token_count_loss_weight"):
+            base.predicted_token_counts(x)
+
     def test_segment_learning_rates(self):
         model = _small(sequence_length=4, sharing="none")
         x = _ids(batch=6, length=4, seed=2)
@@ -352,7 +440,9 @@ class FusionEncoderNetworkTest(TestCase):
 
     def test_saving(self):
         x = _ids(length=6)
-        model = _small(sequence_length=6, sharing="level")
+        model = _small(
+            sequence_length=6, sharing="level", token_count_loss_weight=0.3
+        )
         model(x)
         self.run_model_saving_test(model, x)
         self.run_weights_roundtrip_test(model, x)
@@ -374,6 +464,8 @@ class FusionEncoderNetworkTest(TestCase):
             (dict(segment_loss_reduction="max"), "segment_loss_reduction"),
             (dict(decoder_units=[0]), "decoder_units"),
             (dict(segment_learning_rates=np.ones((3, 2))), "segment_learning"),
+            (dict(token_count_loss_weight=-1.0), "token_count_loss_weight"),
+            (dict(token_count_loss_weight=np.nan), "token_count_loss_weight"),
         ]
         for kwargs, match in cases:
             with pytest.raises(ValueError, match=match):

@@ -34,7 +34,12 @@ TEST_SEED = 123_456
 TEST_SIZE = 10_000
 
 
-def build_model(length=LENGTH, encoding_activation="tanh", rate_power=0.0):
+def build_model(
+    length=LENGTH,
+    encoding_activation="tanh",
+    rate_power=0.0,
+    token_count_loss_weight=0.0,
+):
     """The preset's FEN; `encoding_activation` of alpha's and beta's outputs.
 
     The shipped preset uses tanh (the layer's default) and uniform learning
@@ -62,6 +67,7 @@ def build_model(length=LENGTH, encoding_activation="tanh", rate_power=0.0):
         sharing="all",
         encoding_activation=encoding_activation,
         segment_learning_rates=rates,
+        token_count_loss_weight=token_count_loss_weight,
         name=NAME,
     )
 
@@ -96,12 +102,21 @@ def train(
     verbose=2,
     encoding_activation="tanh",
     rate_power=0.0,
+    token_count_loss_weight=0.0,
+    last_learning_rate=None,
 ):
-    """Run the curriculum; `epochs` overrides the last stage's epochs."""
+    """Run the curriculum; `epochs` overrides the last stage's epochs.
+
+    `last_learning_rate` overrides the last stage's learning rate.
+    """
     from keras_msets.zoo import registry
 
-    if epochs is not None:
-        stages = tuple(stages[:-1]) + ((stages[-1][0], epochs),)
+    if epochs is not None or last_learning_rate is not None:
+        length, last_epochs, *rate = stages[-1]
+        last = (length, epochs or last_epochs)
+        if last_learning_rate is not None:
+            rate = [last_learning_rate]
+        stages = tuple(stages[:-1]) + (last + tuple(rate),)
     output_dir = Path(output_dir or Path(__file__).parent)
     output_dir.mkdir(parents=True, exist_ok=True)
     model, history, seconds = fen_recipe.fit_stages(
@@ -109,6 +124,7 @@ def train(
             build_model,
             encoding_activation=encoding_activation,
             rate_power=rate_power,
+            token_count_loss_weight=token_count_loss_weight,
         ),
         stages,
         make_data,
@@ -236,6 +252,18 @@ if __name__ == "__main__":
         default=0.0,
         help="per-segment learning rates ~ length**p (0: uniform, the preset)",
     )
+    parser.add_argument(
+        "--token-count-loss-weight",
+        type=float,
+        default=0.0,
+        help="weight of the auxiliary token-count loss (0: none)",
+    )
+    parser.add_argument(
+        "--last-learning-rate",
+        type=float,
+        default=None,
+        help="learning rate of the last (length 64) stage",
+    )
     args = parser.parse_args()
     activation = args.encoding_activation
     print(
@@ -243,5 +271,7 @@ if __name__ == "__main__":
             args.output_dir,
             encoding_activation=None if activation == "linear" else activation,
             rate_power=args.rate_power,
+            token_count_loss_weight=args.token_count_loss_weight,
+            last_learning_rate=args.last_learning_rate,
         )
     )

@@ -120,6 +120,21 @@ class FusionEncoderNetwork(keras.Model):
             whole tree).
         segment_loss_reduction: `"sum"` of the segments' losses (the
             paper: each pair takes its own full step) or `"mean"`.
+        token_count_loss_weight: float >= 0. 0 (the default) is the
+            paper's training. A positive weight adds an auxiliary loss of
+            our own design (a remedy, not part of the paper's algorithm): a
+            linear head `count_readout`, shared by all segments, reads each
+            segment's own encoding and regresses how many tokens of each id
+            the segment holds; the loss is the squared error in tokens,
+            averaged over the batch and the vocabulary, summed (or
+            averaged, as the decoders' losses) over segments, times this
+            weight. It needs no labels (the targets come from the inputs)
+            and is local: its gradient reaches only the readout and the
+            encoder that produced that segment's encoding, whose inputs are
+            constants as in Sec. 9. It teaches the encodings exact counts,
+            which long segments otherwise blur (benchmarks/RESULTS.md, FEN).
+            With per-segment learning rates it is scaled by `eta_bar`.
+            Inference (`call`, `fuse()`) does not use the head.
         segment_learning_rates: None (uniform) or an array `[|S|, 2]` of
             `(eta_ij, eta_bar_ij)` per segment in `FusionSegments` order
             (Sec. 8): `eta` scales the decoder's update and `eta_bar` the
@@ -164,6 +179,7 @@ class FusionEncoderNetwork(keras.Model):
         gradient="local",
         segment_loss_reduction="sum",
         segment_learning_rates=None,
+        token_count_loss_weight=0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -186,6 +202,17 @@ class FusionEncoderNetwork(keras.Model):
         self.segment_loss_reduction = _choice(
             "segment_loss_reduction", segment_loss_reduction, REDUCTIONS
         )
+        if (
+            isinstance(token_count_loss_weight, bool)
+            or not isinstance(token_count_loss_weight, (int, float, np.number))
+            or not np.isfinite(token_count_loss_weight)
+            or token_count_loss_weight < 0
+        ):
+            raise ValueError(
+                "`token_count_loss_weight` must be a finite number >= 0. "
+                f"Received: token_count_loss_weight={token_count_loss_weight!r}"
+            )
+        self.token_count_loss_weight = float(token_count_loss_weight)
         self.padded_length = padded_length(self.sequence_length)
         self.segments = FusionSegments(self.padded_length)
         num_segments = self.segments.num_segments
@@ -246,12 +273,21 @@ class FusionEncoderNetwork(keras.Model):
             dtype=self.dtype_policy,
             name="decoder",
         )
+        self.count_readout = None
+        if self.token_count_loss_weight:
+            self.count_readout = keras.layers.Dense(
+                self.vocabulary_size,
+                dtype=self.dtype_policy,
+                name="count_readout",
+            )
 
     def build(self, input_shape=None):
         self.token_encoder.build()
         if self.fusion_encoder is not None:
             self.fusion_encoder.build()
         self.decoder.build()
+        if self.count_readout is not None:
+            self.count_readout.build((None, self.encoding_dim))
         self.built = True
 
     def _check_inputs(self, inputs):
@@ -324,6 +360,54 @@ class FusionEncoderNetwork(keras.Model):
         x = ops.concatenate([before, own, after], axis=-1)
         return self._apply_by_runs(self.decoder, x, self._decoder_groups)
 
+    def segment_token_counts(self, inputs):
+        """Token counts of every segment: `[batch, |S|, vocabulary_size]`.
+
+        The targets of the auxiliary loss (`token_count_loss_weight`);
+        padding positions count for no id.
+        """
+        ids = self._check_inputs(inputs)
+        onehot = ops.one_hot(ids, self.vocabulary_size, dtype="float32")
+        prefix = ops.cumsum(onehot, axis=1)
+        prefix = ops.concatenate([ops.zeros_like(prefix[:, :1]), prefix], 1)
+        if self.padded_length > self.sequence_length:
+            last = prefix[:, -1:]
+            extra = self.padded_length - self.sequence_length
+            prefix = ops.concatenate([prefix] + [last] * extra, axis=1)
+        spans = np.array(self.segments.segments, "int32")
+        return ops.take(prefix, spans[:, 1], axis=1) - ops.take(
+            prefix, spans[:, 0] - 1, axis=1
+        )
+
+    def predicted_token_counts(self, inputs):
+        """The count readout's estimate of `segment_token_counts`.
+
+        Only for a model built with `token_count_loss_weight > 0`.
+        """
+        if self.count_readout is None:
+            raise ValueError(
+                "`predicted_token_counts` needs a count readout: build the "
+                "model with `token_count_loss_weight > 0`. Received: "
+                f"token_count_loss_weight={self.token_count_loss_weight}"
+            )
+        own = self.encodings(inputs)[:, 1:]
+        scale = float(self.padded_length)
+        return ops.cast(self.count_readout(own), "float32") * scale
+
+    def _token_count_loss(self, x, sample_weight):
+        error = self.predicted_token_counts(x) - self.segment_token_counts(x)
+        per = ops.mean(ops.square(error), axis=-1)  # [batch, |S|]
+        if self.segment_learning_rates is not None:
+            eta_bar = np.asarray(self.segment_learning_rates)[:, 1]
+            per = per * ops.convert_to_tensor(eta_bar.astype("float32"))
+        if sample_weight is not None:
+            sw = ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
+            per = per * sw
+        loss = ops.mean(per)
+        if self.segment_loss_reduction == "sum":
+            loss = loss * self.segments.num_segments
+        return self.token_count_loss_weight * loss
+
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
@@ -368,6 +452,8 @@ class FusionEncoderNetwork(keras.Model):
         )
         if self.segment_loss_reduction == "sum":
             loss = loss * count
+        if self.count_readout is not None:
+            loss = loss + self._token_count_loss(x, sample_weight)
         return loss
 
     # -- the final network of Sec. 11 -----------------------------------
@@ -466,6 +552,7 @@ class FusionEncoderNetwork(keras.Model):
                 "gradient": self.gradient,
                 "segment_loss_reduction": self.segment_loss_reduction,
                 "segment_learning_rates": self.segment_learning_rates,
+                "token_count_loss_weight": self.token_count_loss_weight,
             }
         )
         return config
