@@ -92,11 +92,14 @@ def probe(model, num=3000, seed=778):
     return rows
 
 
-def load_model(weights=None, encoding_activation="tanh"):
+def load_model(weights=None, encoding_activation="tanh", count_weight=0.0):
     if weights is None:
         return zoo.load("fen_dyck_64")
     recipe = load_script(RECIPE)
-    model = recipe.build_model(encoding_activation=encoding_activation)
+    model = recipe.build_model(
+        encoding_activation=encoding_activation,
+        token_count_loss_weight=count_weight,
+    )
     model(np.ones((1, recipe.LENGTH), "int32"))
     model.load_weights(weights)
     return model
@@ -124,6 +127,12 @@ def main(argv=None):
         default="tanh",
         help='of the model the --weights belong to: "tanh" or "linear"',
     )
+    parser.add_argument(
+        "--token-count-loss-weight",
+        type=float,
+        default=0.0,
+        help="of the model the --weights belong to (> 0: it has a readout)",
+    )
     parser.add_argument("--num", type=int, default=3000)
     parser.add_argument(
         "--output", default=str(HERE / "results" / "fen_dyck64_probe.json")
@@ -133,7 +142,9 @@ def main(argv=None):
         raise ValueError(f"`--num` must be at least 4. Received: {args.num}")
     activation = args.encoding_activation
     model = load_model(
-        args.weights, None if activation == "linear" else activation
+        args.weights,
+        None if activation == "linear" else activation,
+        args.token_count_loss_weight,
     )
     rows = probe(model, num=args.num)
     result = {

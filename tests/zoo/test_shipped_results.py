@@ -47,15 +47,18 @@ def test_complex_presets_are_right_ten_times_past_training_lengths(name):
 
 
 def test_fen_dyck_64_on_fresh_strings():
-    # 2,000 fresh strings (seed 7, not the card's). Measured accuracy on
-    # the card: 0.8298, below the 0.97 target (see the card); this
-    # guards the shipped result and the near-miss breakdown.
+    # 2,000 fresh strings (seed 7, not the card's). The card: 0.9865 on
+    # 10,000 strings; the target is 0.97, and the near misses with
+    # one bracket flipped (0.94 on the card) are the hardest kind.
     recipe = zoo.load_recipe("fen_dyck_64")
-    metrics = recipe.evaluate(
-        zoo.load("fen_dyck_64"), verbose=0, num=2000, seed=7
-    )
-    assert 0.78 <= metrics["accuracy"] <= 0.88, metrics
-    assert metrics["accuracy_balanced"] >= 0.95, metrics
+    model = zoo.load("fen_dyck_64")
+    metrics = recipe.evaluate(model, verbose=0, num=2000, seed=7)
+    assert metrics["accuracy"] >= 0.97, metrics
+    for kind in ("balanced", "flip", "swap", "equal_counts", "random"):
+        assert metrics[f"accuracy_{kind}"] >= 0.9, (kind, metrics)
+    # The auxiliary readout is trained to count: exact for most segments
+    # of 8 brackets.
+    assert metrics["count_exact_8"] >= 0.85, metrics
 
 
 def test_fen_mr_polarity_on_the_held_out_fold():
