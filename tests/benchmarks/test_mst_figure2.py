@@ -73,6 +73,11 @@ def test_model_estimates_are_what_the_public_function_returns(tmp_path):
     row = script.run_dim(2, (0.5,), 2, model, 64, seed=script.SEED + 2)
     x_sets, y_sets, _, _ = script.figure_data(2, (0.5,), 2, script.SEED + 2)
     for i, (x, y) in enumerate(zip(x_sets, y_sets, strict=True)):
+        # Same numbers up to float32 rounding (the figure runs the pairs in
+        # one padded batch, the function one pair at a time).
         np.testing.assert_allclose(
-            row["model_mi"][i], mutual_information(x, y, model=model)
+            row["model_mi"][i],
+            mutual_information(x, y, model=model),
+            rtol=1e-5,
+            atol=1e-6,
         )

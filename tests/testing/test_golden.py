@@ -177,15 +177,16 @@ class GoldenMachineryTest(TestCase):
         golden.check_golden("cli_case", cases=cases_path, directory=out)
 
 
-class CheckedInGoldenTest(TestCase):
-    """The goldens in tests/golden: every backend reproduces them."""
+# The goldens in tests/golden: every backend reproduces them, and loads the
+# `.keras` files saved on every backend. One test per case, so that the test
+# processes share them out.
 
-    def test_golden_outputs(self):
-        for name in REPO_NAMES:
-            with self.subTest(name=name):
-                self.assert_golden(name, cases=REPO_CASES)
 
-    def test_cross_backend_load(self):
-        for name in REPO_NAMES:
-            with self.subTest(name=name):
-                self.assert_cross_backend_load(name, cases=REPO_CASES)
+@pytest.mark.parametrize("name", REPO_NAMES)
+def test_checked_in_golden_outputs(name):
+    golden.check_golden(name, cases=REPO_CASES)
+
+
+@pytest.mark.parametrize("name", REPO_NAMES)
+def test_checked_in_cross_backend_load(name):
+    golden.check_cross_backend_load(name, cases=REPO_CASES)
