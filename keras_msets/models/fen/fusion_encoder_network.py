@@ -346,7 +346,9 @@ class FusionEncoderNetwork(keras.Model):
         gradient into its decoder (Sec. 9); the two context encodings are
         constants.
         """
-        table = self.encodings(inputs)
+        return self._decode(self.encodings(inputs))
+
+    def _decode(self, table):
         own = table[:, 1:]
         before = ops.take(table, self.segments.left_context, axis=1)
         after = ops.take(table, self.segments.right_context, axis=1)
@@ -390,12 +392,14 @@ class FusionEncoderNetwork(keras.Model):
                 "model with `token_count_loss_weight > 0`. Received: "
                 f"token_count_loss_weight={self.token_count_loss_weight}"
             )
-        own = self.encodings(inputs)[:, 1:]
-        scale = float(self.padded_length)
-        return ops.cast(self.count_readout(own), "float32") * scale
+        return self._read_counts(self.encodings(inputs))
 
-    def _token_count_loss(self, x, sample_weight):
-        error = self.predicted_token_counts(x) - self.segment_token_counts(x)
+    def _read_counts(self, table):
+        scale = float(self.padded_length)
+        return ops.cast(self.count_readout(table[:, 1:]), "float32") * scale
+
+    def _token_count_loss(self, x, table, sample_weight):
+        error = self._read_counts(table) - self.segment_token_counts(x)
         per = ops.mean(ops.square(error), axis=-1)  # [batch, |S|]
         if self.segment_learning_rates is not None:
             eta_bar = np.asarray(self.segment_learning_rates)[:, 1]
@@ -425,7 +429,8 @@ class FusionEncoderNetwork(keras.Model):
                 sample_weight=sample_weight,
                 training=training,
             )
-        outputs = self.segment_outputs(x)
+        table = self.encodings(x)
+        outputs = self._decode(table)
         count = self.segments.num_segments
         y = ops.convert_to_tensor(y)
         y_shape = tuple(y.shape[1:])
@@ -453,7 +458,7 @@ class FusionEncoderNetwork(keras.Model):
         if self.segment_loss_reduction == "sum":
             loss = loss * count
         if self.count_readout is not None:
-            loss = loss + self._token_count_loss(x, sample_weight)
+            loss = loss + self._token_count_loss(x, table, sample_weight)
         return loss
 
     # -- the final network of Sec. 11 -----------------------------------
