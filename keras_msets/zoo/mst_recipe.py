@@ -27,7 +27,14 @@ dominating the gradient, which the squared error would let them do, all
 the more so with one model for every d. Labels are neither clipped nor
 rescaled (the paper mentions neither). Mutual
 information uses the squared error, as the authors' code does (its labels
-are bounded: `|rho| <= 0.999`).
+are bounded: `|rho| <= 0.999`), of the MI per coordinate: the MI model
+scales its output by `d` (`MultiSetTransformer(scale_output_by_dim=True)`,
+ours) and each batch of dimension `d` has sample weight `d**-2`
+(`dim_weight_power`), so that every `d` weighs the same in the loss; the
+per-coordinate MI `-(1/2) log(1 - rho^2)` of the training data does not
+depend on `d`. Measured (`benchmarks/RESULTS.md`, MI section): at the
+paper's learning rate 1e-4 and with the MI itself as the model's target,
+300 batches learned nothing (worse than a constant at every d).
 
 Inputs as the models see them (the same functions prepare the inputs of
 `keras_msets.estimators.pretrained`): KL and two-sample pairs go through
@@ -80,6 +87,9 @@ DEFAULTS = {
         "paper_steps": 100_000,
         "loss": "mean_squared_error",
         "set_size": (100, 150),
+        # Sample weight d**-2 with a model that scales its output by d:
+        # the squared error per coordinate (see the module docstring).
+        "dim_weight_power": -2,
     },
     "two_sample": {
         "batch_size": 256,
@@ -260,6 +270,9 @@ class SetBatches(keras.utils.PyDataset):
         source: counting only: the image source, `"digits"` or
             `"fashion_mnist"`; None: `COUNTING_SOURCE`. Must be None for
             the other tasks.
+        dim_weight_power: 0 (the default): batches are `(inputs,
+            targets)`; otherwise `(inputs, targets, weights)` with every
+            sample weight `d**dim_weight_power` (not for counting).
         **kwargs: `keras.utils.PyDataset` arguments (`workers`, ...).
     """
 
@@ -272,6 +285,7 @@ class SetBatches(keras.utils.PyDataset):
         seed=0,
         set_size=None,
         source=None,
+        dim_weight_power=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -284,6 +298,20 @@ class SetBatches(keras.utils.PyDataset):
         self.dims = _check_dims(task, dims)
         self.seed = int(seed)
         self.set_size = set_size
+        if isinstance(dim_weight_power, bool) or not isinstance(
+            dim_weight_power, (int, float)
+        ) or not math.isfinite(dim_weight_power):
+            raise ValueError(
+                "`dim_weight_power` must be a finite number. Received: "
+                f"dim_weight_power={dim_weight_power!r}"
+            )
+        if dim_weight_power and self.dims is None:
+            raise ValueError(
+                f"`dim_weight_power` needs batches with a dimension d; task "
+                f"{task!r} has none. Received: dim_weight_power="
+                f"{dim_weight_power}"
+            )
+        self.dim_weight_power = dim_weight_power
         self.epoch = 0
 
     def __len__(self):
@@ -301,14 +329,19 @@ class SetBatches(keras.utils.PyDataset):
         return self.dims[order[position]]
 
     def batch(self, epoch, index):
-        return make_batch(
+        dim = self.dim_of(epoch, index)
+        inputs, targets = make_batch(
             self.task,
             self.batch_size,
-            self.dim_of(epoch, index),
+            dim,
             _seed(self.seed, epoch, index),
             self.set_size,
             source=self.source,
         )
+        if not self.dim_weight_power:
+            return inputs, targets
+        weight = float(dim) ** self.dim_weight_power
+        return inputs, targets, np.full(len(targets), weight, np.float32)
 
     def __getitem__(self, index):
         if not 0 <= index < self.steps_per_epoch:
@@ -335,6 +368,7 @@ def fit_estimator(
     verbose=2,
     workers=1,
     source=None,
+    dim_weight_power=None,
 ):
     """Trains `model` on `task` with fresh batches and plain `model.fit`.
 
@@ -364,6 +398,9 @@ def fit_estimator(
         source: counting only: the image source, `"digits"` or
             `"fashion_mnist"`; None: `COUNTING_SOURCE`. Must be None for
             the other tasks.
+        dim_weight_power: sample weight `d**dim_weight_power` for every
+            pair of a batch of dimension `d` (`SetBatches`). None:
+            `DEFAULTS[task]`'s (-2 for mutual information, else 0).
 
     Returns:
         A dict: `"loss"` (per epoch), `"steps"` (batches run),
@@ -376,6 +413,8 @@ def fit_estimator(
     batch_size = batch_size or defaults["batch_size"]
     learning_rate = learning_rate or defaults["learning_rate"]
     loss = loss or defaults["loss"]
+    if dim_weight_power is None:
+        dim_weight_power = defaults.get("dim_weight_power", 0)
     dims = _check_dims(task, dim_sampler)
     source = _check_source(task, source)
     keras.utils.set_random_seed(seed)
@@ -391,6 +430,7 @@ def fit_estimator(
         seed=seed,
         set_size=set_size,
         source=source,
+        dim_weight_power=dim_weight_power,
         workers=workers,
     )
     metrics = ["accuracy"] if task == "two_sample" else None
@@ -413,6 +453,7 @@ def fit_estimator(
         "batch_size": batch_size,
         "learning_rate": learning_rate,
         "loss_function": loss,
+        "dim_weight_power": dim_weight_power,
         "dims": None if dims is None else list(dims),
         "seed": seed,
         "backend": keras.backend.backend(),
@@ -430,6 +471,8 @@ def build_model(task, **overrides):
       dimension and feedforward width 32 (App. B: "latent size of 16 per
       input dimension and feedforward size of 32 per input dimension"),
       4 blocks, 4 heads, PMA pooling, a decoder with one hidden layer.
+      The mutual-information model scales its output by `d`
+      (`scale_output_by_dim`, ours; see the module docstring).
     - Two-sample: a Multi-Set Transformer with latent size 8 and hidden
       size 16 (App. B, synthetic distinguishability) and a sigmoid output.
 
@@ -452,6 +495,8 @@ def build_model(task, **overrides):
             "dimension_equivariant": True,
             "name": f"mst_{task}",
         }
+        if task == "mutual_information":
+            kwargs["scale_output_by_dim"] = True
     kwargs.update(num_blocks=4, num_heads=4)
     kwargs.update(overrides)
     return MultiSetTransformer(**kwargs)

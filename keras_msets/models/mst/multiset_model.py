@@ -421,7 +421,11 @@ class MultisetModel(keras.Model):
         h = pooled[0] if len(pooled) == 1 else ops.concatenate(pooled, -1)
         for dense in self.decoder_hidden:
             h = dense(h)
-        return self.decoder_output(h)
+        return self._scale_output(self.decoder_output(h), sets)
+
+    def _scale_output(self, outputs, sets):
+        """Hook on the decoder's output; the identity here."""
+        return outputs
 
     def compute_mask(self, inputs, mask=None):
         return None

@@ -166,6 +166,14 @@ class MultiSetTransformer(_MultisetBlockModel):
         share_input_projection: one input projection for all sets (the
             default, as in the authors' code), or one per set (which
             allows sets with different feature sizes).
+        scale_output_by_dim: multiply the output by the input dimension
+            `d` (only with `dimension_equivariant`). Defaults to False.
+            Not in the paper: the max over the coordinates makes the rest
+            of the model nearly blind to `d`, so it cannot easily output
+            a quantity that grows in proportion to `d`, such as the mutual
+            information of `d` independent coordinate pairs; with this
+            option the decoder answers per coordinate and the model
+            answers in total (`mst_mutual_information` uses it).
         **kwargs: `keras.Model` keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -225,6 +233,7 @@ class MultiSetTransformer(_MultisetBlockModel):
         output_dim=1,
         output_activation=None,
         share_input_projection=True,
+        scale_output_by_dim=False,
         **kwargs,
     ):
         super().__init__(
@@ -253,6 +262,16 @@ class MultiSetTransformer(_MultisetBlockModel):
         self.dimension_equivariant = check_bool(
             "dimension_equivariant", dimension_equivariant
         )
+        self.scale_output_by_dim = check_bool(
+            "scale_output_by_dim", scale_output_by_dim
+        )
+        if self.scale_output_by_dim and not self.dimension_equivariant:
+            raise ValueError(
+                "`scale_output_by_dim=True` needs `dimension_equivariant="
+                "True` (only that model takes inputs of any dimension d). "
+                f"Received: scale_output_by_dim={scale_output_by_dim}, "
+                f"dimension_equivariant={dimension_equivariant}"
+            )
         if self.dimension_equivariant and self.num_inducing_points:
             raise ValueError(
                 "`num_inducing_points` is not available with "
@@ -318,6 +337,12 @@ class MultiSetTransformer(_MultisetBlockModel):
             encoded = [ops.max(z, axis=2) for z in encoded]
         return encoded, masks
 
+    def _scale_output(self, outputs, sets):
+        if not self.scale_output_by_dim:
+            return outputs
+        d = ops.cast(ops.shape(sets[0])[-1], outputs.dtype)
+        return outputs * d
+
     # Blocks ----------------------------------------------------------------
 
     def _make_block(self, name):
@@ -344,6 +369,7 @@ class MultiSetTransformer(_MultisetBlockModel):
             {
                 "num_inducing_points": self.num_inducing_points,
                 "dimension_equivariant": self.dimension_equivariant,
+                "scale_output_by_dim": self.scale_output_by_dim,
             }
         )
         return config
