@@ -298,9 +298,11 @@ class SetBatches(keras.utils.PyDataset):
         self.dims = _check_dims(task, dims)
         self.seed = int(seed)
         self.set_size = set_size
-        if isinstance(dim_weight_power, bool) or not isinstance(
-            dim_weight_power, (int, float)
-        ) or not math.isfinite(dim_weight_power):
+        if (
+            isinstance(dim_weight_power, bool)
+            or not isinstance(dim_weight_power, (int, float))
+            or not math.isfinite(dim_weight_power)
+        ):
             raise ValueError(
                 "`dim_weight_power` must be a finite number. Received: "
                 f"dim_weight_power={dim_weight_power!r}"

@@ -491,6 +491,26 @@ class MultiSetTransformerTest(testing.TestCase):
         mixed = [permuted[0], sets[1]]
         self.assertNotAllClose(model(mixed, masks=masks), out, atol=1e-4)
 
+    def test_scale_output_by_dim(self):
+        scaled = build_multiset_model(
+            "dimension_equivariant", scale_output_by_dim=True, **TINY
+        )
+        plain = build_multiset_model("dimension_equivariant", **TINY)
+        for d in (2, 5):
+            sets, masks = _inputs(dim=d, seed=d)
+            out = _numpy(scaled(sets, masks=masks))
+            if d == 2:
+                plain(sets, masks=masks)
+                plain.set_weights(scaled.get_weights())
+            expected = d * _numpy(plain(sets, masks=masks))
+            self.assertAllClose(out, expected, atol=1e-6, rtol=1e-6)
+            assert np.all(np.abs(expected) > 1e-3)  # a real check of d
+        config = scaled.get_config()
+        assert config["scale_output_by_dim"] is True
+        assert MultiSetTransformer.from_config(config).scale_output_by_dim
+        data = {"sets": sets, "masks": masks}
+        self.run_model_saving_test(scaled, data, atol=1e-5)
+
     # Argument validation ---------------------------------------------------
 
     def test_bad_arguments(self):
@@ -513,6 +533,12 @@ class MultiSetTransformerTest(testing.TestCase):
         with pytest.raises(ValueError, match="not available with"):
             MultiSetTransformer(
                 dimension_equivariant=True, num_inducing_points=4
+            )
+        with pytest.raises(ValueError, match="needs `dimension_equivariant"):
+            MultiSetTransformer(scale_output_by_dim=True)
+        with pytest.raises(ValueError, match="`scale_output_by_dim` must be"):
+            MultiSetTransformer(
+                dimension_equivariant=True, scale_output_by_dim="yes"
             )
         with pytest.raises(ValueError, match="`decoder_units` must be a list"):
             MultiSetTransformer(decoder_units=[4, 0])

@@ -177,13 +177,39 @@ def test_argument_errors():
         mst_recipe.build_counting_model(model_name="dimension_equivariant")
     with pytest.raises(ValueError, match="image_encoder"):
         mst_recipe.build_counting_model(image_encoder="fashion_mnist")
+    with pytest.raises(ValueError, match="task 'counting' has none"):
+        mst_recipe.SetBatches("counting", 2, 2, dim_weight_power=-2)
+    with pytest.raises(ValueError, match="dim_weight_power=nan"):
+        mst_recipe.SetBatches(
+            "kl_divergence", 2, 2, dims=2, dim_weight_power=float("nan")
+        )
+
+
+def test_dimension_weights():
+    data = mst_recipe.SetBatches(
+        "mutual_information",
+        3,
+        4,
+        dims=[2, 5],
+        set_size=(6, 9),
+        dim_weight_power=-2,
+    )
+    plain = mst_recipe.SetBatches(
+        "mutual_information", 3, 4, dims=[2, 5], set_size=(6, 9)
+    )
+    for i in range(4):
+        inputs, targets, weights = data[i]
+        d = inputs["sets"][0].shape[-1]
+        np.testing.assert_array_equal(weights, np.full(3, d**-2.0, "float32"))
+        np.testing.assert_array_equal(targets, plain[i][1])
+        assert len(plain[i]) == 2
 
 
 # Training and evaluation -----------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "task,dims", [("kl_divergence", (2, 3)), ("mutual_information", 2)]
+    "task,dims", [("kl_divergence", (2, 3)), ("mutual_information", (2, 3))]
 )
 def test_fit_regression(task, dims):
     model = mst_recipe.build_model(task, **TINY)
@@ -208,6 +234,11 @@ def test_fit_regression(task, dims):
     }[task]
     assert fit["loss_function"] == expected_loss
     assert fit["dims"] == list(np.atleast_1d(dims))
+    # The MI model answers per coordinate times d; its loss is weighted
+    # by d**-2 (the error per coordinate).
+    is_mi = task == "mutual_information"
+    assert model.scale_output_by_dim is is_mi
+    assert fit["dim_weight_power"] == (-2 if is_mi else 0)
 
 
 class _Constant:
