@@ -889,16 +889,26 @@ def evaluate_two_sample(
 ):
     """Accuracy (`p > 0.5` against the label) on fresh 8-d mixture pairs.
 
-    Also `accuracy_same` and `accuracy_different` (on each half).
+    `p` is what `keras_msets.estimators.same_distribution_probability`
+    answers: the mean of the model's probabilities for `(x, y)` and for
+    `(y, x)`, each pair whitened in that order. Also `accuracy_same` and
+    `accuracy_different` (on each half) and `accuracy_one_order` (the
+    model's own answer for `(x, y)` alone).
     """
-    _, inputs, targets = test_set("two_sample", num, TWO_SAMPLE_DIM, seed)
-    p = _predict_sets(model, inputs, batch_size, clip=False)
+    raw, inputs, targets = test_set("two_sample", num, TWO_SAMPLE_DIM, seed)
+    one_order = _predict_sets(model, inputs, batch_size, clip=False)
+    x, y, x_mask, y_mask = raw
+    spec = pretrained.SPECS["same_distribution_probability"]
+    wy, wx = pretrained.preprocess(spec, y, x, y_mask, x_mask)
+    swapped = {"sets": (wy, wx), "masks": (y_mask, x_mask)}
+    p = 0.5 * (one_order + _predict_sets(model, swapped, batch_size, False))
     truth = targets[:, 0] > 0.5
     right = (p > 0.5) == truth
     metrics = {
         "accuracy": float(np.mean(right)),
         "accuracy_same": float(np.mean(right[truth])),
         "accuracy_different": float(np.mean(right[~truth])),
+        "accuracy_one_order": float(np.mean((one_order > 0.5) == truth)),
     }
     _print(metrics, verbose)
     return metrics

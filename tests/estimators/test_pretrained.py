@@ -183,6 +183,21 @@ def test_same_distribution_probability_is_a_probability(eight_d):
     ys = [rng.normal(size=(n, 8)) + 1 for n in (20, 10, 18)]
     p = same_distribution_probability(xs, ys, model=eight_d)
     assert p.shape == (3,) and np.all((p > 0) & (p < 1))
+    # The question is symmetric, and so is the answer (the mean of the
+    # model's answers in both orders), which the model alone is not.
+    swapped = same_distribution_probability(ys, xs, model=eight_d)
+    np.testing.assert_allclose(swapped, p, rtol=1e-12)
+    answers = []
+    for a, b in ((xs[0], ys[0]), (ys[0], xs[0])):
+        wa, wb = pretrained.whiten_pairs(a[None], b[None])
+        ones = np.ones((1, len(a)), bool), np.ones((1, len(b)), bool)
+        answers.append(
+            pretrained.predict_prepared(
+                eight_d, wa.astype("float32"), wb.astype("float32"), *ones
+            )[0]
+        )
+    assert abs(answers[0] - answers[1]) > 1e-6
+    np.testing.assert_allclose(p[0], np.mean(answers), rtol=1e-5)
     a, b = _random_affine(rng, 8)
     moved = same_distribution_probability(
         [x @ a.T + b for x in xs], [y @ a.T + b for y in ys], model=eight_d

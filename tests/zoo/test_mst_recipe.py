@@ -287,6 +287,24 @@ def test_mi_and_two_sample_evaluation():
     assert metrics["accuracy"] == pytest.approx(np.mean(same))
     assert metrics["accuracy_same"] == 1.0
     assert metrics["accuracy_different"] == 0.0
+    # The accuracy is the estimator's, over both orders of the sets.
+    raw, _, labels = mst_recipe.test_set("two_sample", 40, 8)
+    truth = labels[:, 0] > 0.5
+    first_larger = raw[2].sum(1) > raw[3].sum(1)
+    metrics = mst_recipe.evaluate_two_sample(_FirstSetLarger(), num=40)
+    assert metrics["accuracy_one_order"] == pytest.approx(
+        np.mean(first_larger == truth)
+    )
+    # Either order gives 1 at most once: the mean is never above 0.5.
+    assert metrics["accuracy"] == pytest.approx(np.mean(~truth))
+
+
+class _FirstSetLarger:
+    """A stand-in model: 1 when the first set has more points."""
+
+    def predict_on_batch(self, inputs):
+        x_mask, y_mask = inputs["masks"]
+        return (x_mask.sum(1) > y_mask.sum(1)).astype(float)[:, None]
 
 
 def test_default_counting_model_is_unchanged():
