@@ -7,7 +7,6 @@ themselves, must answer sensibly on data with a known answer.
 """
 
 import numpy as np
-import pytest
 
 import keras_msets
 from keras_msets import zoo
