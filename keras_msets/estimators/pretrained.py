@@ -56,6 +56,9 @@ from keras_msets.data.mixtures import whiten_sets
 # make a set's covariance non-singular, which whitening (of the union)
 # and the rotation to the first set's principal axes need.
 MIN_EXTRA_POINTS = 1
+# A preset "has learned" a dimension when its error there is below this
+# fraction of the best constant answer's (`unlearned_dims`).
+SKILL_MARGIN = 0.9
 # Pairs are padded to a multiple of this many elements (fewer distinct
 # shapes, so fewer compilations of the predict function).
 _PAD_MULTIPLE = 32
@@ -226,11 +229,12 @@ def _load_preset(name, root):
     weak = unlearned_dims(zoo.info(name).get("metrics", {}))
     if weak:
         warnings.warn(
-            f"Preset {name!r} is no better than a constant answer at "
-            f"d = {', '.join(str(d) for d in weak)} on its test pairs (its "
-            "error is at least that of always answering the median test "
-            "label): it has not learned its task there yet. See its model "
-            f"card: `keras-msets zoo info {name}`.",
+            f"Preset {name!r} is not clearly better than a constant answer "
+            f"at d = {', '.join(str(d) for d in weak)} on its test pairs "
+            f"(its error is at least {SKILL_MARGIN:.0%} of that of always "
+            "answering the median test label): it has not learned its "
+            "task there, and its answers in those dimensions should not "
+            f"be used. See its model card: `keras-msets zoo info {name}`.",
             UserWarning,
             stacklevel=6,  # the caller of kl_divergence(...) and the like
         )
@@ -238,16 +242,18 @@ def _load_preset(name, root):
 
 
 def unlearned_dims(metrics):
-    """The test dimensions `d` where a preset is no better than a constant.
+    """The test dimensions `d` where a preset is not clearly better than a
+    constant.
 
-    From a preset card's metrics: every `d` with `mae_d{d} >=
-    median_mae_d{d}` (the error of always answering the median test
-    label). The estimators warn when they load such a preset.
+    From a preset card's metrics: every `d` with `mae_d{d} >= SKILL_MARGIN
+    * median_mae_d{d}` (the error of always answering the median test
+    label), the criterion the model cards use. The estimators warn when
+    they load such a preset.
     """
     dims = []
     for key, value in metrics.items():
         if key.startswith("mae_d") and f"median_{key}" in metrics:
-            if value >= metrics[f"median_{key}"]:
+            if value >= SKILL_MARGIN * metrics[f"median_{key}"]:
                 dims.append(int(key[len("mae_d") :]))
     return sorted(dims)
 

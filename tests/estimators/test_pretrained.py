@@ -284,6 +284,11 @@ def test_unlearned_dims_compares_with_the_best_constant():
         "median_mae_d16": 4.0,
         "mae_d8": 1.0,  # no constant baseline recorded: not judged
         "knn_mae_d2": 9.0,
+        # Better than the constant, but by less than 10 %: not learned.
+        "mae_d4": 0.95,
+        "median_mae_d4": 1.0,
+        "mae_d20": 0.85,
+        "median_mae_d20": 1.0,
     }
-    assert pretrained.unlearned_dims(metrics) == [16]
+    assert pretrained.unlearned_dims(metrics) == [4, 16]
     assert pretrained.unlearned_dims({}) == []
