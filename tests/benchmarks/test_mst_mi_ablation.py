@@ -6,18 +6,11 @@ from pathlib import Path
 import numpy as np
 
 from keras_msets.testing import load_script
+from tests.benchmarks.test_mst_figure2 import TINY
 
 SCRIPT = (
     Path(__file__).resolve().parents[2] / "benchmarks" / "mst_mi_ablation.py"
 )
-TINY = {
-    "latent_dim": 4,
-    "ff_dim": 4,
-    "num_blocks": 1,
-    "num_heads": 1,
-    "pooling": "mean",
-    "decoder_units": [],
-}
 
 
 def test_mst_mi_ablation_runs_and_resumes(tmp_path):
