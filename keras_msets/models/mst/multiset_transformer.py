@@ -168,12 +168,14 @@ class MultiSetTransformer(_MultisetBlockModel):
             allows sets with different feature sizes).
         scale_output_by_dim: multiply the output by the input dimension
             `d` (only with `dimension_equivariant`). Defaults to False.
-            Not in the paper: the max over the coordinates makes the rest
-            of the model nearly blind to `d`, so it cannot easily output
-            a quantity that grows in proportion to `d`, such as the mutual
-            information of `d` independent coordinate pairs; with this
-            option the decoder answers per coordinate and the model
-            answers in total (`mst_mutual_information` uses it).
+            Not in the paper: after the max over the coordinates the
+            decoder cannot see `d` directly (only indirectly, e.g.
+            through attention logits summed over the coordinates), which
+            makes a quantity that grows in proportion to `d`, such as the
+            mutual information of `d` independent coordinate pairs, hard
+            to output; with this option the decoder answers per
+            coordinate and the model answers in total
+            (`mst_mutual_information` uses it).
         **kwargs: `keras.Model` keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
