@@ -580,8 +580,14 @@ def test_a_recipe_continues_a_saved_preset(tmp_path):
     assert mst_recipe.total_steps(second) == 5
     card = (tmp_path / "run2" / "README.md").read_text()
     assert "in 2 runs" in card and "5 batches in all" in card
-    assert "--steps 2 --batch-size 4 --output-dir run1" in card
-    assert "--steps 3 --batch-size 4 --continue-from run1" in card
+    assert (
+        "--steps 2 --batch-size 4 --learning-rate 0.0001 --output-dir run1"
+        in card
+    )
+    assert (
+        "--steps 3 --batch-size 4 --learning-rate 0.0001 --continue-from"
+        in card
+    )
     assert "after 5 training batches" in card
     with pytest.raises(FileNotFoundError, match="continue_from"):
         recipe.train(

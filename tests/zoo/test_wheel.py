@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from keras_msets import zoo
-from keras_msets.zoo import registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -125,10 +124,11 @@ def test_wheel_ships_presets_and_loads_offline(wheel, tmp_path):
     out = json.loads(line[-1][len("RESULT") :])
     assert out["file"].startswith(str(venv)), out["file"]
     assert out["presets"] == zoo.list()
+    # The outputs stored when each preset was saved (on its training
+    # backend): test_registry checks that every backend reproduces them
+    # from the repository's files; here the installed wheel's must too.
     for name in zoo.list():
-        example = zoo.info(name)["example"]
-        x = registry.example_input(example)
-        expected = zoo.load(name).predict_on_batch(x)
+        expected = zoo.info(name)["example"]["output"]
         np.testing.assert_allclose(
             out["outputs"][name], expected, atol=1e-5, rtol=1e-5
         )
