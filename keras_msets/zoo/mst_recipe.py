@@ -1101,8 +1101,10 @@ def train_recipe(
 
     `recipe` is the recipe module's namespace (`globals()`), which defines
     `NAME`, `TASK`, `DEFAULT_STEPS`, `TEST_SIZE`, `SEED`, `build_model`,
-    `evaluate` and `model_card`. `data` describes the training data for
-    the metadata, `dims` the training dimensions. `epochs` (the `--epochs`
+    `evaluate` and `model_card`, and may define `LEARNING_RATE` (the
+    default of `learning_rate` instead of the task's App. B rate). `data`
+    describes the training data for the metadata, `dims` the training
+    dimensions. `epochs` (the `--epochs`
     of `keras-msets zoo train`) means thousands of steps; `model_kwargs`
     override the App. B model (smoke tests); `test_size` defaults to the
     recipe's `TEST_SIZE`. `options` go to `run_recipe` (`batch_size`,
@@ -1112,6 +1114,8 @@ def train_recipe(
     from pathlib import Path
 
     test_size = test_size or recipe["TEST_SIZE"]
+    if options.get("learning_rate") is None and "LEARNING_RATE" in recipe:
+        options["learning_rate"] = recipe["LEARNING_RATE"]
     return run_recipe(
         name=recipe["NAME"],
         task=recipe["TASK"],

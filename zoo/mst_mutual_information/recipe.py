@@ -48,8 +48,6 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=mst_recipe.TEST_SEED):
 
 def train(output_dir=None, steps=None, **options):
     """Trains, evaluates, saves; `options`: `mst_recipe.train_recipe`'s."""
-    if options.get("learning_rate") is None:
-        options["learning_rate"] = LEARNING_RATE
     return mst_recipe.train_recipe(
         globals(),
         data=(
