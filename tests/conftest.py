@@ -25,9 +25,13 @@ os.environ.setdefault(
     "--xla_llvm_disable_expensive_passes=true",
 )
 
+import gzip  # noqa: E402
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+from keras_msets.data import set_counting  # noqa: E402
 
 BACKEND = keras.backend.backend()
 
@@ -61,3 +65,41 @@ def _seed_everything():
     """Every test starts from the same seeds, on every backend."""
     keras.utils.set_random_seed(1337)
     np.random.seed(1337)
+
+
+def write_idx(path, array):
+    """Writes `array` (uint8 values) as a gzipped IDX file, the format of
+    the original MNIST and Fashion-MNIST files."""
+    header = bytes([0, 0, 0x08, array.ndim])
+    header += b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
+
+
+def write_fake_fashion_mnist(directory, per_class=(20, 8), shape=(28, 28)):
+    """The four Fashion-MNIST files, filled with random images: `per_class`
+    training and test images of every one of the 10 classes."""
+    rng = np.random.default_rng(0)
+    for prefix, count in zip(("train", "t10k"), per_class, strict=True):
+        labels = rng.permutation(np.repeat(np.arange(10), count))
+        images = rng.integers(0, 256, size=(len(labels), *shape))
+        write_idx(directory / f"{prefix}-images-idx3-ubyte.gz", images)
+        write_idx(directory / f"{prefix}-labels-idx1-ubyte.gz", labels)
+    return directory
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fake_fashion_mnist(tmp_path_factory):
+    """Every test that reads Fashion-MNIST without a `data_dir` reads a
+    small fake copy in its layout, so the suite needs no Debian package and
+    gives the same results on every machine (the real files are tested
+    where installed: tests/data/test_set_counting.py)."""
+    directory = write_fake_fashion_mnist(tmp_path_factory.mktemp("fashion"))
+    variable = set_counting.FASHION_MNIST_DIR_VARIABLE
+    previous = os.environ.get(variable)
+    os.environ[variable] = str(directory)
+    yield directory
+    if previous is None:
+        del os.environ[variable]
+    else:
+        os.environ[variable] = previous

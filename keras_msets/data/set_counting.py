@@ -12,7 +12,8 @@ Omniglot (sets of 6-10 images), App. B. Neither can be downloaded here, so
 - `source="fashion_mnist"` for Omniglot: Fashion-MNIST (28x28, 10
   classes, 60,000 training and 10,000 test images) from the Debian package
   `dataset-fashion-mnist` (`/usr/share/datasets/fashion-mnist/`), or the
-  four original IDX files in a directory given as `data_dir`.
+  four original IDX files in another directory, given as `data_dir` or
+  by the environment variable `KERAS_MSETS_FASHION_MNIST_DIR`.
 
 Sampling follows the authors' reference code. MNIST: the two sets are
 disjoint random draws from the whole split, so most classes recur and the
@@ -44,6 +45,8 @@ SPLITS = ("train", "test")
 CLASS_POOLS = ("all", "max_set_size")
 
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+# Overrides FASHION_MNIST_DIR where set (read at every load).
+FASHION_MNIST_DIR_VARIABLE = "KERAS_MSETS_FASHION_MNIST_DIR"
 
 # Per source: (set_size, class_pool) of the data set it stands in for.
 _DEFAULTS = {
@@ -96,8 +99,9 @@ def _load_fashion_mnist(split, data_dir):
         raise FileNotFoundError(
             f"Fashion-MNIST files not found: {', '.join(missing)}. Install "
             "the Debian package with `apt-get install dataset-fashion-mnist` "
-            f"(it provides {FASHION_MNIST_DIR}), or pass `data_dir=` a "
-            "directory holding the four original files "
+            f"(it provides {FASHION_MNIST_DIR}), or pass `data_dir=` (or "
+            f"set the environment variable {FASHION_MNIST_DIR_VARIABLE} "
+            "to) a directory holding the four original files "
             "(train/t10k)-(images-idx3/labels-idx1)-ubyte.gz."
         )
     images = _read_idx(paths[0], 3)
@@ -134,8 +138,9 @@ def load_images(source="digits", split="train", data_dir=None):
             or `"fashion_mnist"` (the Omniglot stand-in).
         split: `"train"` or `"test"`.
         data_dir: For `"fashion_mnist"`, a directory with the original
-            gzipped IDX files; `None` means `FASHION_MNIST_DIR`. Must be
-            `None` for `"digits"`.
+            gzipped IDX files; `None` means `$KERAS_MSETS_FASHION_MNIST_DIR`
+            where that environment variable is set, else
+            `FASHION_MNIST_DIR`. Must be `None` for `"digits"`.
 
     Returns:
         `(images, labels)`: float32 `[N, H, W, 1]` in `[0, 1]` and int32
@@ -155,7 +160,12 @@ def load_images(source="digits", split="train", data_dir=None):
                 f"Received: data_dir={data_dir!r}"
             )
         return _load_digits(split)
-    data_dir = FASHION_MNIST_DIR if data_dir is None else os.fspath(data_dir)
+    if data_dir is None:
+        data_dir = (
+            os.environ.get(FASHION_MNIST_DIR_VARIABLE) or FASHION_MNIST_DIR
+        )
+    else:
+        data_dir = os.fspath(data_dir)
     return _load_fashion_mnist(split, os.path.abspath(data_dir))
 
 

@@ -1,6 +1,5 @@
 """Tests of the shared-class counting task (Selby et al., Sec. 5.2.1)."""
 
-import gzip
 import os
 
 import numpy as np
@@ -8,8 +7,10 @@ import pytest
 from sklearn.datasets import load_digits
 
 from keras_msets.data.set_counting import FASHION_MNIST_DIR
+from keras_msets.data.set_counting import FASHION_MNIST_DIR_VARIABLE
 from keras_msets.data.set_counting import counting_shared_classes
 from keras_msets.data.set_counting import load_images
+from tests.conftest import write_idx
 
 HAVE_FASHION_MNIST = os.path.isfile(
     os.path.join(FASHION_MNIST_DIR, "t10k-labels-idx1-ubyte.gz")
@@ -21,13 +22,6 @@ def _seed_everything():
     """Replaces the suite-wide fixture: these tests are numpy-only and seed
     every generator explicitly."""
     yield
-
-
-def _write_idx(path, array):
-    header = bytes([0, 0, 0x08, array.ndim])
-    header += b"".join(int(n).to_bytes(4, "big") for n in array.shape)
-    with gzip.open(path, "wb") as f:
-        f.write(header + array.astype(np.uint8).tobytes())
 
 
 @pytest.fixture
@@ -44,8 +38,8 @@ def tiny_fashion_dir(tmp_path):
         images = rng.integers(0, 256, size=(len(labels), 5, 4))
         images[:, 0, 0] = np.arange(len(labels))  # unique per image
         images[:, 0, 1] = 0 if split == "train" else 255
-        _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", images)
-        _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
+        write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", images)
+        write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
     return tmp_path
 
 
@@ -159,6 +153,26 @@ def test_fashion_mnist_reader_and_generator(tiny_fashion_dir):
             assert len(classes) <= max(x_mask[i].sum(), y_mask[i].sum())
 
 
+def test_fashion_mnist_directory_from_the_environment(
+    tiny_fashion_dir, monkeypatch
+):
+    monkeypatch.setenv(FASHION_MNIST_DIR_VARIABLE, str(tiny_fashion_dir))
+    images, labels = load_images("fashion_mnist", "test")
+    expected = load_images("fashion_mnist", "test", tiny_fashion_dir)
+    np.testing.assert_array_equal(images, expected[0])
+    np.testing.assert_array_equal(labels, expected[1])
+    assert images.shape == (30, 5, 4, 1)
+    # An explicit `data_dir` wins over the variable.
+    monkeypatch.setenv(FASHION_MNIST_DIR_VARIABLE, "/nonexistent/fashion")
+    assert (
+        load_images("fashion_mnist", "test", tiny_fashion_dir)[0].shape[0] == 30
+    )
+    with pytest.raises(FileNotFoundError, match="/nonexistent/fashion"):
+        load_images("fashion_mnist", "test")
+    with pytest.raises(FileNotFoundError, match=FASHION_MNIST_DIR_VARIABLE):
+        load_images("fashion_mnist", "test")
+
+
 def test_missing_fashion_mnist_says_how_to_install(tmp_path):
     with pytest.raises(
         FileNotFoundError, match="apt-get install dataset-fashion-mnist"
@@ -173,10 +187,14 @@ def test_missing_fashion_mnist_says_how_to_install(tmp_path):
     reason="needs `apt-get install dataset-fashion-mnist`",
 )
 def test_installed_fashion_mnist():
-    images, labels = load_images("fashion_mnist", "test")
+    # The suite points $KERAS_MSETS_FASHION_MNIST_DIR at a fake copy
+    # (tests/conftest.py); this test reads the installed files.
+    images, labels = load_images("fashion_mnist", "test", FASHION_MNIST_DIR)
     assert images.shape == (10_000, 28, 28, 1) and labels.shape == (10_000,)
     np.testing.assert_array_equal(np.bincount(labels), np.full(10, 1000))
-    (x, *_), counts = counting_shared_classes(8, "fashion_mnist", "test")
+    (x, *_), counts = counting_shared_classes(
+        8, "fashion_mnist", "test", data_dir=FASHION_MNIST_DIR
+    )
     assert x.shape == (8, 10, 28, 28, 1) and counts.max() <= 10
 
 
