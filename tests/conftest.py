@@ -78,11 +78,18 @@ def write_idx(path, array):
 
 def write_fake_fashion_mnist(directory, per_class=(20, 8), shape=(28, 28)):
     """The four Fashion-MNIST files, filled with random images: `per_class`
-    training and test images of every one of the 10 classes."""
+    training and test images of every one of the 10 classes. Pixel (0, 0)
+    holds the image's index in its split (unique while a split has at most
+    256 images), pixel (0, 1) is 0 in training images and 255 in test
+    images."""
     rng = np.random.default_rng(0)
-    for prefix, count in zip(("train", "t10k"), per_class, strict=True):
+    for prefix, count, split_mark in zip(
+        ("train", "t10k"), per_class, (0, 255), strict=True
+    ):
         labels = rng.permutation(np.repeat(np.arange(10), count))
         images = rng.integers(0, 256, size=(len(labels), *shape))
+        images[:, 0, 0] = np.arange(len(labels))
+        images[:, 0, 1] = split_mark
         write_idx(directory / f"{prefix}-images-idx3-ubyte.gz", images)
         write_idx(directory / f"{prefix}-labels-idx1-ubyte.gz", labels)
     return directory

@@ -10,7 +10,7 @@ from keras_msets.data.set_counting import FASHION_MNIST_DIR
 from keras_msets.data.set_counting import FASHION_MNIST_DIR_VARIABLE
 from keras_msets.data.set_counting import counting_shared_classes
 from keras_msets.data.set_counting import load_images
-from tests.conftest import write_idx
+from tests.conftest import write_fake_fashion_mnist
 
 HAVE_FASHION_MNIST = os.path.isfile(
     os.path.join(FASHION_MNIST_DIR, "t10k-labels-idx1-ubyte.gz")
@@ -28,19 +28,7 @@ def _seed_everything():
 def tiny_fashion_dir(tmp_path):
     """Four IDX files in the Fashion-MNIST layout: 6 training and 3 test
     images of 5x4 pixels per class; pixel values encode (split, index)."""
-    rng = np.random.default_rng(0)
-    for split, per_class, prefix in (
-        ("train", 6, "train"),
-        ("test", 3, "t10k"),
-    ):
-        labels = np.repeat(np.arange(10), per_class)
-        rng.shuffle(labels)
-        images = rng.integers(0, 256, size=(len(labels), 5, 4))
-        images[:, 0, 0] = np.arange(len(labels))  # unique per image
-        images[:, 0, 1] = 0 if split == "train" else 255
-        write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", images)
-        write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
-    return tmp_path
+    return write_fake_fashion_mnist(tmp_path, per_class=(6, 3), shape=(5, 4))
 
 
 def _check_examples(outputs, info, images, labels, set_size, pad_to):
