@@ -87,6 +87,15 @@ and `--seeds` only choose rows, they are not settings), a rerun with other
 settings stops unless `--restart` (or another `--output`) is given. At the
 end it prints a markdown table of every saved row for
 `benchmarks/RESULTS.md`: ours, the paper's, steps, seconds, parameters.
+
+Rows trained in separate processes (one per core, each with its own
+`--output`) are brought together with `--merge`: it trains nothing, and
+adds to `--output` the rows of the files named, after checking that they
+were run with the same settings (the same command-line options apart from
+`--models`, `--dims`, `--seeds`, `--output` and `--workers`):
+
+    KERAS_BACKEND=tensorflow python benchmarks/mst_tables.py --table 1 \
+        --steps 1000 --merge run_a.json run_b.json
 """
 
 import argparse
@@ -640,10 +649,15 @@ def settings_of(args):
     return json.loads(json.dumps(settings))
 
 
-def _write(path, args, settings, command, results, skipped, seconds):
+def _write(
+    path, args, settings, command, results, skipped, seconds, merged=None
+):
     path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"command": command, "numbers": settings}
+    if merged:
+        record["merged"] = merged
     payload = {
-        "settings": {"command": command, "numbers": settings},
+        "settings": record,
         "table": args.table,
         "summary": summary_lines(args, results),
         "paper": {
@@ -731,6 +745,15 @@ def parse_args(argv):
     parser.add_argument("--verbose", type=int, default=2)
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--restart", action="store_true")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="train nothing: add the rows of these result files (same "
+        "settings) to --output",
+    )
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     task = TASKS[args.table]
@@ -766,36 +789,57 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None, model_overrides=None):
-    """Runs the rows not saved yet; returns the settings and all records.
+def merge_files(paths, settings, results, skipped):
+    """Adds the rows of saved result files to `results` (in place).
 
-    `model_overrides` (like the hidden `--tiny`) replace App. B's model
-    arguments of every row (e.g. tiny widths in tests).
+    Every file must have been run with `settings`; a row saved twice must
+    be the same row. Returns what each file contributed, for the record:
+    its path, its command and the keys of its rows. Skipped rows are
+    added to `skipped` unless a merged file has that row.
     """
-    args = parse_args(argv)
-    if model_overrides is not None:
-        args.overrides = dict(args.overrides or {}, **model_overrides)
-    settings = settings_of(args)
-    command = "KERAS_BACKEND={} python benchmarks/mst_tables.py {}".format(
-        keras.backend.backend(),
-        " ".join(sys.argv[1:] if argv is None else argv),
-    ).strip()
-    results = {}
-    if not args.restart:
-        results = _load_previous(args.output, settings, key=_row_key)
-        if not results and args.output.is_file():
-            saved = json.loads(args.output.read_text())
-            if saved.get("results"):
+    merged = []
+    for path in paths:
+        if not path.is_file():
+            raise SystemExit(f"--merge: no such file: {path}")
+        saved = json.loads(path.read_text())
+        numbers = saved.get("settings", {}).get("numbers")
+        if numbers != settings:
+            differ = sorted(
+                key
+                for key in set(settings) | set(numbers or {})
+                if settings.get(key) != (numbers or {}).get(key)
+            )
+            raise SystemExit(
+                f"--merge: {path} was run with other settings (they differ "
+                f"in {differ}): {numbers}; expected {settings}."
+            )
+        keys = []
+        for row in saved.get("results", []):
+            key = _row_key(row)
+            if key in results and results[key] != row:
                 raise SystemExit(
-                    f"{args.output} holds results of other settings "
-                    f"({saved['settings']['numbers']}); pass --restart to "
-                    "replace them or --output to write elsewhere."
+                    f"--merge: row {key} of {path} differs from the row "
+                    "already merged; merge one of them only."
                 )
-        results = {tuple(k): v for k, v in results.items()}
-    for line in summary_lines(args, {}):
-        print(line, flush=True)
-    start = time.perf_counter()
-    skipped = []
+            results[key] = row
+            keys.append(list(key))
+        for entry in saved.get("skipped", []):
+            if entry not in skipped:
+                skipped.append(entry)
+        merged.append(
+            {
+                "file": str(path),
+                "command": saved["settings"].get("command"),
+                "rows": keys,
+            }
+        )
+    done = {(k[0], k[1]) for k in results}
+    skipped[:] = [s for s in skipped if (s["model"], s["d"]) not in done]
+    return merged
+
+
+def train_rows(args, results, skipped, save):
+    """Trains the rows of `args` missing from `results`; `save` after each."""
     task = TASKS[args.table]
     batch_size = args.batch_size or mst_recipe.DEFAULTS[task]["batch_size"]
     for name in sorted(args.models, key=MODEL_ORDER.index):
@@ -824,15 +868,63 @@ def main(argv=None, model_overrides=None):
                     f"{record['train_seconds']:.0f} s",
                     flush=True,
                 )
-                _write(
-                    args.output,
-                    args,
-                    settings,
-                    command,
-                    results,
-                    skipped,
-                    time.perf_counter() - start,
+                save()
+
+
+def main(argv=None, model_overrides=None):
+    """Runs the rows not saved yet; returns the settings and all records.
+
+    `model_overrides` (like the hidden `--tiny`) replace App. B's model
+    arguments of every row (e.g. tiny widths in tests).
+    """
+    args = parse_args(argv)
+    if model_overrides is not None:
+        args.overrides = dict(args.overrides or {}, **model_overrides)
+    settings = settings_of(args)
+    command = "KERAS_BACKEND={} python benchmarks/mst_tables.py {}".format(
+        keras.backend.backend(),
+        " ".join(sys.argv[1:] if argv is None else argv),
+    ).strip()
+    results = {}
+    if not args.restart:
+        results = _load_previous(args.output, settings, key=_row_key)
+        if not results and args.output.is_file():
+            saved = json.loads(args.output.read_text())
+            if saved.get("results"):
+                raise SystemExit(
+                    f"{args.output} holds results of other settings "
+                    f"({saved['settings']['numbers']}); pass --restart to "
+                    "replace them or --output to write elsewhere."
                 )
+        results = {tuple(k): v for k, v in results.items()}
+    # The files merged into the output before stay on record (unless
+    # --restart, or the output holds other settings).
+    merged = []
+    if results:
+        merged = json.loads(args.output.read_text())["settings"].get(
+            "merged", []
+        )
+    start = time.perf_counter()
+    skipped = []
+    if args.merge:
+        merged += merge_files(args.merge, settings, results, skipped)
+    else:
+        for line in summary_lines(args, {}):
+            print(line, flush=True)
+
+        def save():
+            _write(
+                args.output,
+                args,
+                settings,
+                command,
+                results,
+                skipped,
+                time.perf_counter() - start,
+                merged=merged,
+            )
+
+        train_rows(args, results, skipped, save)
     _write(
         args.output,
         args,
@@ -841,6 +933,7 @@ def main(argv=None, model_overrides=None):
         results,
         skipped,
         time.perf_counter() - start,
+        merged=merged,
     )
     print()
     for line in summary_lines(args, results):

@@ -192,3 +192,75 @@ def test_table2_on_fashion_mnist(tmp_path, capsys, monkeypatch):
     assert "| Single-Set RFF | " in out and "| 0.6310 ± 0.0021 |" in out
     with pytest.raises(SystemExit):
         script.parse_args(["--table", "2", "--models", "dimension_equivariant"])
+
+
+def test_merge_rows_of_separate_runs(tmp_path, capsys):
+    """`--merge` joins rows run apart, and only rows of the same settings."""
+    script = _load_script()
+    base = ["--table", "1", "--models", "single_set_deepsets"]
+    base += ["--test-size", "4"] + SMALL
+    parts = []
+    for d in (2, 3):
+        output = tmp_path / f"d{d}.json"
+        script.main(base + ["--dims", str(d), "--output", str(output)])
+        parts.append(output)
+    merged = tmp_path / "merged.json"
+    argv = base + ["--output", str(merged), "--merge", *map(str, parts)]
+    result = script.main(argv)
+
+    saved = json.loads(merged.read_text())
+    rows = {(r["model"], r["d"]): r for r in saved["results"]}
+    assert set(rows) == {("single_set_deepsets", 2), ("single_set_deepsets", 3)}
+    for d, part in zip((2, 3), parts, strict=True):
+        (row,) = json.loads(part.read_text())["results"]
+        assert rows[("single_set_deepsets", d)] == row  # copied, not rerun
+    record = saved["settings"]["merged"]
+    assert [m["file"] for m in record] == [str(p) for p in parts]
+    assert record[0]["rows"] == [["single_set_deepsets", 2, 0]]
+    assert "--dims 2" in record[0]["command"]
+    assert len(result["results"]) == 2
+    assert "| Single-Set RFF | 3 | " in capsys.readouterr().out
+
+    # A resumed run of the merged file keeps the record of the merge.
+    script.main(base + ["--dims", "2", "3", "--output", str(merged)])
+    again = json.loads(merged.read_text())
+    assert again["settings"]["merged"] == record
+    assert again["results"] == saved["results"]
+
+    # Other settings (here the test size) are refused, naming the key.
+    other = tmp_path / "other.json"
+    script.main(
+        base[: -len(SMALL) - 2]
+        + ["--test-size", "5"]
+        + SMALL
+        + ["--dims", "2", "--output", str(other)]
+    )
+    with pytest.raises(SystemExit, match=r"other settings.*'test_size'"):
+        script.main(
+            base
+            + [
+                "--output",
+                str(tmp_path / "x.json"),
+                "--merge",
+                str(parts[0]),
+                str(other),
+            ]
+        )
+    # The same row with other numbers is refused too.
+    changed = json.loads(parts[0].read_text())
+    changed["results"][0]["ours"]["mae"] += 1.0
+    clash = tmp_path / "clash.json"
+    clash.write_text(json.dumps(changed))
+    with pytest.raises(SystemExit, match="differs"):
+        script.main(
+            base
+            + [
+                "--output",
+                str(tmp_path / "y.json"),
+                "--merge",
+                str(parts[0]),
+                str(clash),
+            ]
+        )
+    with pytest.raises(SystemExit, match="no such file"):
+        script.main(base + ["--merge", str(tmp_path / "missing.json")])
