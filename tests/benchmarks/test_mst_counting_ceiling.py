@@ -48,6 +48,7 @@ def test_ceiling_runs_on_a_tiny_model(tmp_path):
     output = tmp_path / "ceiling.json"
     argv = ["--test-pairs", "12", "--draws", "2", "--output", str(output)]
     argv += ["--image-accuracies", "0.5", "1.0"]
+    argv += ["--encoder-augmentations", "shift_rotate", "--encoder-epochs", "1"]
     record = script.main(argv, model=model)
 
     assert json.loads(output.read_text()) == record
@@ -69,4 +70,9 @@ def test_ceiling_runs_on_a_tiny_model(tmp_path):
     for key in ("model_count", "count_from_probe_labels"):
         assert 0.0 <= record[key]["accuracy"] <= 1.0
         assert np.isfinite(record[key]["l1"])
-    assert "| exact count of the probe's labels |" in script.table(record)
+    (alone,) = record["encoder_alone"]
+    assert alone["augmentation"] == "shift_rotate" and alone["epochs"] == 1
+    assert 0.0 <= alone["test_accuracy"] <= 1.0
+    text = script.table(record)
+    assert "| exact count of the probe's labels |" in text
+    assert "augmentation shift_rotate (1 epochs)" in text
