@@ -515,7 +515,7 @@ def test_model_cards(name):
             "| 10 | 1.0000 | 0.5000 | 1.5000 | no",
         ],
         "mst_two_sample": ["0.7289", "0.73", "NOT reach"],
-        "mst_count_shared_digits": ["0.9746", "0.3136"],
+        "mst_count_shared_digits": ["0.9746", "0.3136", "mst_counting_ceiling"],
     }[name]
     for text in paper:
         assert text in card, text
