@@ -789,6 +789,14 @@ def parse_args(argv):
     return args
 
 
+def _shown(path):
+    """`path` relative to the repository when inside it (for the record)."""
+    try:
+        return str(Path(path).resolve().relative_to(HERE.parent))
+    except ValueError:
+        return str(path)
+
+
 def merge_files(paths, settings, results, skipped):
     """Adds the rows of saved result files to `results` (in place).
 
@@ -828,7 +836,7 @@ def merge_files(paths, settings, results, skipped):
                 skipped.append(entry)
         merged.append(
             {
-                "file": str(path),
+                "file": _shown(path),
                 "command": saved["settings"].get("command"),
                 "rows": keys,
             }
@@ -901,9 +909,20 @@ def main(argv=None, model_overrides=None):
     # --restart, or the output holds other settings).
     merged = []
     if results:
-        merged = json.loads(args.output.read_text())["settings"].get(
-            "merged", []
-        )
+        saved = json.loads(args.output.read_text())["settings"]
+        merged = saved.get("merged", [])
+        if args.merge and "--merge" not in saved.get("command", "--merge"):
+            # The rows the output held before this merge keep the command
+            # that made them.
+            merged = merged + [
+                {
+                    "file": _shown(args.output),
+                    "command": saved["command"],
+                    "rows": [
+                        list(key) for key in sorted(results, key=_sort_key)
+                    ],
+                }
+            ]
     start = time.perf_counter()
     skipped = []
     if args.merge:

@@ -227,6 +227,20 @@ def test_merge_rows_of_separate_runs(tmp_path, capsys):
     assert again["settings"]["merged"] == record
     assert again["results"] == saved["results"]
 
+    # Merged into a file that holds rows of its own, the command that
+    # trained those stays on record beside the merged file's.
+    own = json.loads(parts[0].read_text())
+    script.main(base + ["--output", str(parts[0]), "--merge", str(parts[1])])
+    joined = json.loads(parts[0].read_text())
+    assert len(joined["results"]) == 2
+    first, second = joined["settings"]["merged"]
+    assert first == {
+        "file": str(parts[0]),
+        "command": own["settings"]["command"],
+        "rows": [["single_set_deepsets", 2, 0]],
+    }
+    assert second["file"] == str(parts[1])
+
     # Other settings (here the test size) are refused, naming the key.
     other = tmp_path / "other.json"
     script.main(
