@@ -925,35 +925,26 @@ def main(argv=None, model_overrides=None):
             ]
     start = time.perf_counter()
     skipped = []
+
+    def save():
+        _write(
+            args.output,
+            args,
+            settings,
+            command,
+            results,
+            skipped,
+            time.perf_counter() - start,
+            merged=merged,
+        )
+
     if args.merge:
         merged += merge_files(args.merge, settings, results, skipped)
     else:
         for line in summary_lines(args, {}):
             print(line, flush=True)
-
-        def save():
-            _write(
-                args.output,
-                args,
-                settings,
-                command,
-                results,
-                skipped,
-                time.perf_counter() - start,
-                merged=merged,
-            )
-
         train_rows(args, results, skipped, save)
-    _write(
-        args.output,
-        args,
-        settings,
-        command,
-        results,
-        skipped,
-        time.perf_counter() - start,
-        merged=merged,
-    )
+    save()
     print()
     for line in summary_lines(args, results):
         print(line)
