@@ -112,14 +112,6 @@ def corrupt_labels(labels, accuracy, num_classes, rng):
     return np.where(wrong, (labels + shift) % num_classes, labels)
 
 
-def count_scores(predicted, truth):
-    predicted = np.asarray(predicted, "float64")
-    return {
-        "accuracy": float(np.mean(np.round(predicted) == truth)),
-        "l1": float(np.mean(np.abs(predicted - truth))),
-    }
-
-
 def _parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", type=Path, default=None)
@@ -162,40 +154,32 @@ def main(argv=None, model=None):
     num_classes = int(train_labels.max()) + 1
 
     # 1. The probe.
-    probe = LogisticRegression(max_iter=5000)
-    probe.fit(encoder.predict(train_images, verbose=0), train_labels)
+    train_features = encoder.predict(train_images, verbose=0)
+    probe = LogisticRegression(max_iter=5000).fit(train_features, train_labels)
     predicted_labels = probe.predict(encoder.predict(test_images, verbose=0))
-    probe_train = float(
-        probe.score(encoder.predict(train_images, verbose=0), train_labels)
-    )
+    probe_train = float(probe.score(train_features, train_labels))
     probe_test = float(np.mean(predicted_labels == test_labels))
 
-    # 2. The card's test pairs, counted from true and predicted labels, and
-    # the model's own answers on them.
-    (x, y, x_mask, y_mask), targets, info = (
-        set_counting.counting_shared_classes(
-            args.test_pairs,
-            source=source,
-            split="test",
-            seed=mst_recipe.TEST_SEED,
-            return_info=True,
-        )
+    # 2. The card's test pairs, counted from true and predicted labels.
+    _, targets, info = set_counting.counting_shared_classes(
+        args.test_pairs,
+        source=source,
+        split="test",
+        seed=mst_recipe.TEST_SEED,
+        return_info=True,
     )
-    truth = np.asarray(targets, "float64").reshape(-1)
+    truth = targets[:, 0]
     xi, yi = info["x_indices"], info["y_indices"]
     if not np.array_equal(shared_counts(xi, yi, test_labels), truth):
         raise RuntimeError("the test pairs' labels do not match their images")
     from_probe = shared_counts(xi, yi, predicted_labels)
-    answers = model.predict(
-        {"sets": (x, y), "masks": (x_mask, y_mask)}, verbose=0
-    ).reshape(-1)
 
     # 3. Simulated encoders of a given image accuracy.
     rng = np.random.default_rng(0)
     simulated = []
     for accuracy in args.image_accuracies:
         scores = [
-            count_scores(
+            mst_recipe.counting_scores(
                 shared_counts(
                     xi,
                     yi,
@@ -224,8 +208,13 @@ def main(argv=None, model=None):
         "test_pairs": args.test_pairs,
         "test_images": int(len(test_images)),
         "probe": {"train_accuracy": probe_train, "test_accuracy": probe_test},
-        "model_count": count_scores(answers, truth),
-        "count_from_probe_labels": count_scores(from_probe, truth),
+        # The model's own score, as its card measures it (same pairs).
+        "model_count": mst_recipe.evaluate_counting(
+            model, num=args.test_pairs, source=source
+        ),
+        "count_from_probe_labels": mst_recipe.counting_scores(
+            from_probe, truth
+        ),
         "simulated": simulated,
         "encoder_alone": [
             {

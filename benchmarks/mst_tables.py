@@ -810,12 +810,12 @@ def merge_files(paths, settings, results, skipped):
         if not path.is_file():
             raise SystemExit(f"--merge: no such file: {path}")
         saved = json.loads(path.read_text())
-        numbers = saved.get("settings", {}).get("numbers")
+        numbers = saved.get("settings", {}).get("numbers") or {}
         if numbers != settings:
             differ = sorted(
                 key
-                for key in set(settings) | set(numbers or {})
-                if settings.get(key) != (numbers or {}).get(key)
+                for key in set(settings) | set(numbers)
+                if settings.get(key) != numbers.get(key)
             )
             raise SystemExit(
                 f"--merge: {path} was run with other settings (they differ "

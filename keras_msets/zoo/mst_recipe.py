@@ -931,17 +931,24 @@ def evaluate_counting(
     where the L1 error is far above `1 - accuracy`).
     """
     _, inputs, targets = test_set("counting", num, None, seed, source)
-    predicted = np.asarray(
-        model.predict(inputs, batch_size=batch_size, verbose=0),
-        dtype=np.float64,
-    )[:, 0]
-    truth = targets[:, 0].astype(np.float64)
-    metrics = {
+    predicted = model.predict(inputs, batch_size=batch_size, verbose=0)
+    metrics = counting_scores(predicted[:, 0], targets[:, 0])
+    _print(metrics, verbose)
+    return metrics
+
+
+def counting_scores(predicted, truth):
+    """Table 2's metrics of predicted counts against the true counts.
+
+    Accuracy: the rounded prediction equals the count; L1: the mean
+    absolute error of the unrounded prediction. Both arguments `[num]`.
+    """
+    predicted = np.asarray(predicted, dtype=np.float64)
+    truth = np.asarray(truth, dtype=np.float64)
+    return {
         "accuracy": float(np.mean(np.round(predicted) == truth)),
         "l1": float(np.mean(np.abs(predicted - truth))),
     }
-    _print(metrics, verbose)
-    return metrics
 
 
 # Recipes ---------------------------------------------------------------------
