@@ -59,6 +59,7 @@ Seeds: batch `i` of epoch `e` uses the generator seed
 """
 
 import math
+import threading
 import time
 
 import keras
@@ -275,6 +276,12 @@ class SetBatches(keras.utils.PyDataset):
         dim_weight_power: 0 (the default): batches are `(inputs,
             targets)`; otherwise `(inputs, targets, weights)` with every
             sample weight `d**dim_weight_power` (not for counting).
+        micro_batches: 1 (the default), or a divisor `k` of `batch_size`:
+            each batch is served as `k` consecutive slices of
+            `batch_size // k` pairs (`len()` is then `k *
+            steps_per_epoch`), the same pairs in the same order, for
+            training with `gradient_accumulation_steps=k` (see
+            `fit_estimator`).
         **kwargs: `keras.utils.PyDataset` arguments (`workers`, ...).
     """
 
@@ -288,12 +295,24 @@ class SetBatches(keras.utils.PyDataset):
         set_size=None,
         source=None,
         dim_weight_power=0,
+        micro_batches=1,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.task = _check_task(task)
         self.source = _check_source(task, source)
         self.batch_size = _check_positive_int("batch_size", batch_size)
+        self.micro_batches = _check_positive_int("micro_batches", micro_batches)
+        if self.batch_size % self.micro_batches:
+            raise ValueError(
+                "`micro_batches` must divide `batch_size` (every slice of a "
+                "batch the same size, so that the mean of their losses is "
+                f"the batch's). Received: micro_batches={micro_batches}, "
+                f"batch_size={batch_size}"
+            )
+        # The last whole batch drawn, sliced by the next micro-batches.
+        self._cached = (None, None)
+        self._lock = threading.Lock()
         self.steps_per_epoch = _check_positive_int(
             "steps_per_epoch", steps_per_epoch
         )
@@ -319,7 +338,7 @@ class SetBatches(keras.utils.PyDataset):
         self.epoch = 0
 
     def __len__(self):
-        return self.steps_per_epoch
+        return self.steps_per_epoch * self.micro_batches
 
     def dim_of(self, epoch, index):
         """The dimension of batch `index` of `epoch` (None for counting)."""
@@ -348,9 +367,21 @@ class SetBatches(keras.utils.PyDataset):
         return inputs, targets, np.full(len(targets), weight, np.float32)
 
     def __getitem__(self, index):
-        if not 0 <= index < self.steps_per_epoch:
+        if not 0 <= index < len(self):
             raise IndexError(index)
-        return self.batch(self.epoch, index)
+        if self.micro_batches == 1:
+            return self.batch(self.epoch, index)
+        step, part = divmod(index, self.micro_batches)
+        key = (self.epoch, step)
+        with self._lock:
+            cached_key, batch = self._cached
+            if cached_key != key:
+                batch = self.batch(*key)
+                self._cached = (key, batch)
+        size = self.batch_size // self.micro_batches
+        return keras.tree.map_structure(
+            lambda a: a[part * size : (part + 1) * size], batch
+        )
 
     def on_epoch_end(self):
         self.epoch += 1
@@ -373,6 +404,8 @@ def fit_estimator(
     workers=1,
     source=None,
     dim_weight_power=None,
+    gradient_accumulation_steps=None,
+    shuffle=None,
 ):
     """Trains `model` on `task` with fresh batches and plain `model.fit`.
 
@@ -405,6 +438,20 @@ def fit_estimator(
         dim_weight_power: sample weight `d**dim_weight_power` for every
             pair of a batch of dimension `d` (`SetBatches`). None:
             `DEFAULTS[task]`'s (-2 for mutual information, else 0).
+        gradient_accumulation_steps: None or 1 (the default): one Adam
+            step per batch. An integer `k >= 2` dividing `batch_size`:
+            each batch runs as `k` slices of `batch_size // k` pairs and
+            Adam applies the mean of their gradients once (Keras's
+            `gradient_accumulation_steps`), which is the gradient of the
+            whole batch (equal slices, mean losses), in a `k`-th of the
+            activation memory. For the relation networks, whose
+            `[batch, n, m, width]` pair tensors exceed memory at batch 64
+            in higher `d`. `steps` still counts whole batches.
+        shuffle: `model.fit`'s `shuffle`, the order in which an epoch's
+            batches are drawn (every batch is fresh either way). None:
+            True (Keras's default, which the shipped presets were trained
+            with) without gradient accumulation, False with it, where a
+            batch's slices must follow each other (True is then an error).
 
     Returns:
         A dict: `"loss"` (per epoch), `"steps"` (batches run),
@@ -421,6 +468,27 @@ def fit_estimator(
         dim_weight_power = defaults.get("dim_weight_power", 0)
     dims = _check_dims(task, dim_sampler)
     source = _check_source(task, source)
+    accumulate = 1
+    if gradient_accumulation_steps is not None:
+        accumulate = _check_positive_int(
+            "gradient_accumulation_steps", gradient_accumulation_steps
+        )
+    if shuffle is None:
+        shuffle = accumulate == 1
+    if shuffle and accumulate > 1:
+        raise ValueError(
+            "`shuffle=True` would separate the slices of a batch that "
+            "gradient accumulation adds up; pass shuffle=False or None. "
+            f"Received: shuffle={shuffle}, gradient_accumulation_steps="
+            f"{accumulate}"
+        )
+    if batch_size % accumulate:
+        raise ValueError(
+            "`gradient_accumulation_steps` must divide the batch size (equal "
+            "slices, so that the mean of their gradients is the batch's). "
+            f"Received: gradient_accumulation_steps={accumulate}, "
+            f"batch_size={batch_size}"
+        )
     keras.utils.set_random_seed(seed)
     # At least 2 batches per epoch: TensorFlow infers the input signature
     # from the first two batches, which then differ in `d`.
@@ -435,17 +503,25 @@ def fit_estimator(
         set_size=set_size,
         source=source,
         dim_weight_power=dim_weight_power,
+        micro_batches=accumulate,
         workers=workers,
     )
     metrics = ["accuracy"] if task == "two_sample" else None
     model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate),
+        optimizer=keras.optimizers.Adam(
+            learning_rate,
+            gradient_accumulation_steps=accumulate if accumulate > 1 else None,
+        ),
         loss=loss,
         metrics=metrics,
     )
     start = time.time()
     history = model.fit(
-        dataset, epochs=epochs, callbacks=callbacks, verbose=verbose
+        dataset,
+        epochs=epochs,
+        callbacks=callbacks,
+        verbose=verbose,
+        shuffle=bool(shuffle),
     )
     seconds = time.time() - start
     total = epochs * per_epoch
@@ -460,6 +536,7 @@ def fit_estimator(
         "dim_weight_power": dim_weight_power,
         "dims": None if dims is None else list(dims),
         "seed": seed,
+        "gradient_accumulation_steps": accumulate,
         "backend": keras.backend.backend(),
     }
 

@@ -278,3 +278,36 @@ def test_merge_rows_of_separate_runs(tmp_path, capsys):
         )
     with pytest.raises(SystemExit, match="no such file"):
         script.main(base + ["--merge", str(tmp_path / "missing.json")])
+
+
+def test_gradient_accumulation_fits_a_relation_network_in_memory(
+    tmp_path, capsys
+):
+    """`--gradient-accumulation K` runs a row that K = 1 must skip."""
+    script = _load_script()
+    kwargs = script.model_arguments(1, "single_set_rn", 2, script.TINY)
+    whole = script.relation_memory_gb(1, "single_set_rn", kwargs, 4)
+    limit = ["--max-relation-gb", str(0.75 * whole)]
+    argv = ["--table", "1", "--dims", "2", "--models", "single_set_rn"]
+    argv += ["--test-size", "4"] + SMALL + limit
+
+    skipped = script.main(argv + ["--output", str(tmp_path / "k1.json")])
+    assert not skipped["results"]
+    assert [s["model"] for s in skipped["skipped"]] == ["single_set_rn"]
+
+    output = tmp_path / "k2.json"
+    ran = script.main(
+        argv + ["--gradient-accumulation", "2", "--output", str(output)]
+    )
+    saved = json.loads(output.read_text())
+    (row,) = saved["results"]
+    assert row["model"] == "single_set_rn" and not saved["skipped"]
+    assert row["gradient_accumulation_steps"] == 2
+    assert row["steps"] == 2 and row["batch_size"] == 4
+    assert np.isfinite(row["ours"]["mae"])
+    # Not a setting: rows run with and without it merge.
+    numbers = json.dumps(saved["settings"]["numbers"])
+    assert "gradient_accumulation" not in numbers
+    assert "--gradient-accumulation 2" in saved["settings"]["command"]
+    assert ran["settings"] == skipped["settings"]
+    capsys.readouterr()
