@@ -446,7 +446,8 @@ def fit_estimator(
             whole batch (equal slices, mean losses), in a `k`-th of the
             activation memory. For the relation networks, whose
             `[batch, n, m, width]` pair tensors exceed memory at batch 64
-            in higher `d`. `steps` still counts whole batches.
+            in higher `d`. `steps` still counts whole batches. On
+            TensorFlow only with a single dimension in `dim_sampler`.
         shuffle: `model.fit`'s `shuffle`, the order in which an epoch's
             batches are drawn (every batch is fresh either way). None:
             True (Keras's default, which the shipped presets were trained
@@ -481,6 +482,20 @@ def fit_estimator(
             "gradient accumulation adds up; pass shuffle=False or None. "
             f"Received: shuffle={shuffle}, gradient_accumulation_steps="
             f"{accumulate}"
+        )
+    if (
+        accumulate > 1
+        and dims is not None
+        and len(dims) > 1
+        and keras.backend.backend() == "tensorflow"
+    ):
+        # Keras infers TensorFlow's input signature from the first two
+        # items, here two slices of one batch: it would fix `d`.
+        raise ValueError(
+            "On TensorFlow, gradient accumulation needs one dimension per "
+            "run (the input signature comes from the first two slices, of "
+            f"one batch, and would fix d). Received: dim_sampler={dims}, "
+            f"gradient_accumulation_steps={accumulate}"
         )
     if batch_size % accumulate:
         raise ValueError(

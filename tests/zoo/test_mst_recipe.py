@@ -9,6 +9,7 @@ called directly, and one recipe end to end into a temporary zoo folder.
 import json
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -680,6 +681,25 @@ def test_gradient_accumulation_gives_the_whole_batch_update():
             gradient_accumulation_steps=2,
             shuffle=True,
         )
+    several_dims = dict(gradient_accumulation_steps=2, batch_size=4)
+    if keras.backend.backend() == "tensorflow":
+        with pytest.raises(ValueError, match=r"dim_sampler=\(2, 3\)"):
+            mst_recipe.fit_estimator(
+                None, "kl_divergence", (2, 3), **several_dims
+            )
+    else:
+        model = mst_recipe.build_model("kl_divergence", **TINY)
+        fit = mst_recipe.fit_estimator(
+            model,
+            "kl_divergence",
+            (2, 3),
+            steps=4,
+            epoch_steps=4,
+            set_size=(6, 9),
+            verbose=0,
+            **several_dims,
+        )
+        assert np.all(np.isfinite(fit["loss"]))
     with pytest.raises(ValueError, match="gradient_accumulation_steps=0"):
         mst_recipe.fit_estimator(
             None, "kl_divergence", 2, gradient_accumulation_steps=0
