@@ -68,7 +68,7 @@ Differences from the paper, by default:
   d = 2 only, the Single-Set RN at d = 2 and 4) is skipped and listed as
   such, not run. Tables 2 and 4 need less than 2 GB.
   `--gradient-accumulation K` runs each batch as K slices whose gradients
-  Adam adds up before one step (`mst_recipe.fit_estimator`): the same
+  Adam averages before one step (`mst_recipe.fit_estimator`): the same
   batch-64 gradient in a K-th of the memory (the estimate is divided by
   K), at about the same time per batch. Like `--workers` it is not a
   setting: the numbers are those of K = 1 up to float error and the order
@@ -751,7 +751,7 @@ def parse_args(argv):
         type=int,
         default=1,
         metavar="K",
-        help="run each batch as K slices and add their gradients up (same "
+        help="run each batch as K slices and average their gradients (same "
         "gradient, a K-th of the memory; K must divide the batch size)",
     )
     parser.add_argument("--epoch-steps", type=int, default=500)
@@ -777,6 +777,11 @@ def parse_args(argv):
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     task = TASKS[args.table]
+    if args.gradient_accumulation < 1:
+        parser.error(
+            "--gradient-accumulation must be a positive integer, got "
+            f"{args.gradient_accumulation}"
+        )
     if args.dims is not None and args.table != 1:
         parser.error("--dims applies to --table 1 only")
     if (

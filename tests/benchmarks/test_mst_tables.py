@@ -310,4 +310,8 @@ def test_gradient_accumulation_fits_a_relation_network_in_memory(
     assert "gradient_accumulation" not in numbers
     assert "--gradient-accumulation 2" in saved["settings"]["command"]
     assert ran["settings"] == skipped["settings"]
-    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        script.main(argv + ["--gradient-accumulation", "0"])
+    assert "--gradient-accumulation must be a positive integer, got 0" in (
+        capsys.readouterr().err
+    )
