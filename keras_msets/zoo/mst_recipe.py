@@ -1135,8 +1135,8 @@ def run_recipe(
     keras.utils.set_random_seed(seed)
     model = build_model()
     metrics = {}
+    _build_for(model, task, dims, example)
     if earlier:
-        model(registry.example_input(example))  # builds the weights
         model.load_weights(Path(continue_from) / registry.WEIGHTS_FILE)
         metrics.update(carried)
         metrics["earlier_fits"] = earlier
@@ -1230,6 +1230,28 @@ def train_recipe(
         seed=recipe["SEED"],
         **options,
     )
+
+
+def _build_for(model, task, dims, example):
+    """Builds `model` before training (and before loading earlier weights).
+
+    A dimension-equivariant model trained on several `d` is built with
+    `d = None`, so its saved `build_config` (and any model loaded from it)
+    records no particular `d`, whichever backend or run wrote it. Other
+    models are built on `example` (a preset's `example_metadata`, when
+    weights are to be loaded), or else by their first batch.
+    """
+    from keras_msets.zoo import registry
+
+    checked = _check_dims(task, dims)
+    if (
+        checked is not None
+        and len(checked) > 1
+        and getattr(model, "dimension_equivariant", False)
+    ):
+        model.build([(None, None, None)] * 2)
+    elif example is not None:
+        model(registry.example_input(example))
 
 
 def _earlier_fits(continue_from):

@@ -599,6 +599,37 @@ def test_a_recipe_continues_a_saved_preset(tmp_path):
         )
 
 
+def test_a_model_for_every_d_records_no_d_in_its_build_config(
+    tmp_path, monkeypatch
+):
+    # The MI recipe trains one dimension-equivariant model on d = 2..20:
+    # neither the first run nor a continued one may save a build_config
+    # with one particular d (a continued run used to build on the saved
+    # example's d = 2 before loading the weights).
+    recipe = _load_recipe("mst_mutual_information")
+    tiny = dict(batch_size=4, verbose=0, test_size=4, model_kwargs=TINY)
+    first, second = (tmp_path / run / recipe.NAME for run in ("a", "b"))
+    recipe.train(output_dir=first, steps=1, **tiny)
+    recipe.train(output_dir=second, steps=1, continue_from=first, **tiny)
+    for folder in (first, second):
+        config = json.loads((folder / registry.CONFIG_FILE).read_text())
+        assert config["build_config"] == {
+            "set_shapes": [[None, None, None], [None, None, None]]
+        }, folder
+        monkeypatch.setenv(registry.ZOO_DIR_ENV, str(folder.parent))
+        model = zoo.load(recipe.NAME)
+        for d in (3, 11):
+            sets = [np.random.default_rng(d).normal(size=(2, 5, d))] * 2
+            out = model.predict_on_batch(sets)
+            assert out.shape == (2, 1) and np.all(np.isfinite(out))
+        example = zoo.info(recipe.NAME)["example"]
+        np.testing.assert_allclose(
+            model.predict_on_batch(registry.example_input(example)),
+            example["output"],
+            atol=1e-5,
+        )
+
+
 def test_micro_batches_slice_each_batch_in_order():
     whole = mst_recipe.SetBatches(
         "kl_divergence", 4, 3, dims=(2, 3), seed=1, set_size=(6, 9)
