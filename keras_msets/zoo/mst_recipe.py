@@ -1342,13 +1342,15 @@ def total_steps(metrics):
 
 
 def _rerun_arguments(task, fit):
-    """The recipe's command-line arguments that repeat `fit`."""
+    """The recipe's command-line arguments that repeat `fit`.
+
+    The learning rate is always given: a recipe may have its own default
+    (`LEARNING_RATE`), so leaving out App. B's would not repeat the run.
+    """
     arguments = f"--steps {fit['steps']}"
     if fit["batch_size"] != DEFAULTS[task]["batch_size"]:
         arguments += f" --batch-size {fit['batch_size']}"
-    if fit["learning_rate"] != DEFAULTS[task]["learning_rate"]:
-        arguments += f" --learning-rate {fit['learning_rate']:g}"
-    return arguments
+    return arguments + f" --learning-rate {fit['learning_rate']:g}"
 
 
 def training_text(name, task, fit, extra="", earlier=()):
@@ -1363,11 +1365,14 @@ def training_text(name, task, fit, extra="", earlier=()):
     fits = [*earlier, fit]
     total = total_steps({"earlier_fits": earlier, "fit": fit})
     backend = keras.backend.backend()
-    if fit["learning_rate"] == paper_rate:
+    if all(f["learning_rate"] == paper_rate for f in fits):
         rate_text = "(App. B)"
+    elif earlier:
+        rate_text = f"(App. B: {paper_rate:g}; each run's rate is below)"
     else:
+        change = "raised" if fit["learning_rate"] > paper_rate else "lowered"
         rate_text = (
-            f"(App. B: {paper_rate:g}; raised for a run of "
+            f"(App. B: {paper_rate:g}; {change} for a run of "
             f"{total / paper:.0%} of the paper's batches)"
         )
     dims = fit.get("dims")
@@ -1421,7 +1426,7 @@ trains longer.)
 `keras_msets.zoo.mst_recipe.fit_estimator`, in {len(fits)} runs, each
 continuing the weights of the one before (`--continue-from`; Adam starts
 afresh in every run): {total:,} batches in all (the paper: {paper:,}),
-Adam at a constant learning rate {rate_text}, loss
+Adam at a constant learning rate in each run {rate_text}, loss
 `{fit["loss_function"]}`.{dims_text}{extra}
 
 {runs}

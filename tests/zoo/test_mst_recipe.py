@@ -599,7 +599,7 @@ def test_a_recipe_continues_a_saved_preset(tmp_path):
         )
 
 
-def test_a_model_for_every_d_records_no_d_in_its_build_config(
+def test_a_model_for_every_d_records_no_d_and_its_card_every_rate(
     tmp_path, monkeypatch
 ):
     # The MI recipe trains one dimension-equivariant model on d = 2..20:
@@ -610,7 +610,25 @@ def test_a_model_for_every_d_records_no_d_in_its_build_config(
     tiny = dict(batch_size=4, verbose=0, test_size=4, model_kwargs=TINY)
     first, second = (tmp_path / run / recipe.NAME for run in ("a", "b"))
     recipe.train(output_dir=first, steps=1, **tiny)
-    recipe.train(output_dir=second, steps=1, continue_from=first, **tiny)
+    recipe.train(
+        output_dir=second,
+        steps=1,
+        continue_from=first,
+        learning_rate=1e-4,
+        **tiny,
+    )
+    # The card's commands repeat both runs, though the second one's rate
+    # is App. B's and the recipe's default (1e-3) is not.
+    card = (second / "README.md").read_text()
+    assert (
+        "--steps 1 --batch-size 4 --learning-rate 0.001 --output-dir run1"
+        in card
+    )
+    assert (
+        "--steps 1 --batch-size 4 --learning-rate 0.0001 --continue-from "
+        "run1 --output-dir run2" in card
+    )
+    assert "each run's rate is below" in card
     for folder in (first, second):
         config = json.loads((folder / registry.CONFIG_FILE).read_text())
         assert config["build_config"] == {
