@@ -497,6 +497,20 @@ def fit_estimator(
             f"one batch, and would fix d). Received: dim_sampler={dims}, "
             f"gradient_accumulation_steps={accumulate}"
         )
+    if (
+        steps < 2
+        and dims is not None
+        and len(dims) > 1
+        and keras.backend.backend() == "tensorflow"
+    ):
+        # One batch per epoch: the signature would come from one batch and
+        # fix the d that the next epoch's batch does not have.
+        raise ValueError(
+            "On TensorFlow, training on several dimensions needs at least "
+            "2 steps (the input signature comes from the first two "
+            "batches; from one it would fix d). Received: "
+            f"steps={steps}, dim_sampler={dims}"
+        )
     if batch_size % accumulate:
         raise ValueError(
             "`gradient_accumulation_steps` must divide the batch size (equal "
