@@ -484,32 +484,21 @@ def fit_estimator(
             f"{accumulate}"
         )
     if (
-        accumulate > 1
+        (accumulate > 1 or steps < 2)
         and dims is not None
         and len(dims) > 1
         and keras.backend.backend() == "tensorflow"
     ):
         # Keras infers TensorFlow's input signature from the first two
-        # items, here two slices of one batch: it would fix `d`.
-        raise ValueError(
-            "On TensorFlow, gradient accumulation needs one dimension per "
-            "run (the input signature comes from the first two slices, of "
-            f"one batch, and would fix d). Received: dim_sampler={dims}, "
-            f"gradient_accumulation_steps={accumulate}"
-        )
-    if (
-        steps < 2
-        and dims is not None
-        and len(dims) > 1
-        and keras.backend.backend() == "tensorflow"
-    ):
-        # One batch per epoch: the signature would come from one batch and
-        # fix the d that the next epoch's batch does not have.
+        # items of an epoch; they must be two batches (of different d), not
+        # two slices of one batch (gradient accumulation) nor one batch
+        # alone (one step), which would fix `d`.
         raise ValueError(
             "On TensorFlow, training on several dimensions needs at least "
-            "2 steps (the input signature comes from the first two "
-            "batches; from one it would fix d). Received: "
-            f"steps={steps}, dim_sampler={dims}"
+            "2 steps and no gradient accumulation (the input signature "
+            "comes from the first two items of an epoch, which must be two "
+            f"batches of different d). Received: steps={steps}, "
+            f"dim_sampler={dims}, gradient_accumulation_steps={accumulate}"
         )
     if batch_size % accumulate:
         raise ValueError(
