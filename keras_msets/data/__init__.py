@@ -34,6 +34,7 @@ from keras_msets.data.monoid_tasks import monoid_task
 from keras_msets.data.monoid_tasks import parity
 from keras_msets.data.monoid_tasks import s3_word_problem
 from keras_msets.data.set_counting import counting_shared_classes
+from keras_msets.data.set_counting import fetch_mnist_5k
 from keras_msets.data.set_counting import load_images
 from keras_msets.data.text import build_vectorizer
 from keras_msets.data.text import data_home
@@ -56,6 +57,7 @@ __all__ = [
     "data_home",
     "digit_sum_mod10",
     "dyck1",
+    "fetch_mnist_5k",
     "fetch_mr",
     "gaussian_mutual_information",
     "is_dyck1",

