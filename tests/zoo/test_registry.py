@@ -1,5 +1,7 @@
 import json
+import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +180,32 @@ def test_examples_of_nested_inputs_round_trip_through_json():
     )
     assert isinstance(sets, tuple)
     assert [s.dtype for s in sets] == [np.float32, np.int32]
+
+
+def _readme_zoo_rows():
+    """The zoo table of the project README: preset name -> result cell."""
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    rows = {}
+    for line in readme.read_text().splitlines():
+        match = re.match(r"\| `(\w+)` \|.*\| ([^|]+) \|$", line)
+        if match and match.group(1) in PRESETS:
+            rows[match.group(1)] = match.group(2)
+    return rows
+
+
+def test_readme_lists_every_preset_with_its_cards_own_numbers():
+    rows = _readme_zoo_rows()
+    assert sorted(rows) == sorted(PRESETS)
+    for name, result in rows.items():
+        # The preset's own numbers: those before the first parenthesis
+        # (baselines and the paper's numbers come after it). Each must be
+        # a number of the card, rounded to the README's decimals.
+        own = re.findall(r"(?<![\d.])\d+\.\d+", result.split("(")[0])
+        assert own, f"{name}: no number in {result!r}"
+        card = (registry.preset_dir(name) / "README.md").read_text()
+        numbers = [float(v) for v in re.findall(r"\d+\.\d+", card)]
+        for value in own:
+            places = len(value.split(".")[1])
+            assert any(
+                round(number, places) == float(value) for number in numbers
+            ), f"README says {value} for {name}; its card does not"
