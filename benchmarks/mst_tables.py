@@ -77,6 +77,14 @@ Differences from the paper, by default:
   setting: the numbers are those of K = 1 up to float error and the order
   of an epoch's batches (drawn in order, not shuffled, when K > 1); each
   row records its K.
+- A row that takes longer than a session (the relation networks at
+  d = 16: minutes per step) can be trained in pieces: `--checkpoint-dir
+  DIR --checkpoint-steps N` saves the row's weights and optimizer state
+  in a folder of its own under DIR every N batches, and the same command
+  run again resumes the row where it stopped (`mst_recipe.fit_estimator`'s
+  `checkpoint_dir`). The batches are those of an uninterrupted run, so
+  these are not settings either; the row records N and how many pieces
+  it resumed, and its `train_seconds` add up every piece.
 - Drawing a batch of mixtures takes about as long as a small model's step
   (KL: 0.25 s at d = 2, two-sample: 0.5 s for 256 pairs, on a busy CPU);
   `--workers 2` draws the next batches in threads while the model trains
@@ -102,8 +110,8 @@ Rows trained in separate processes (one per core, each with its own
 `--output`) are brought together with `--merge`: it trains nothing, and
 adds to `--output` the rows of the files named, after checking that they
 were run with the same settings (the same command-line options apart from
-`--models`, `--dims`, `--seeds`, `--output`, `--workers` and
-`--gradient-accumulation`):
+`--models`, `--dims`, `--seeds`, `--output`, `--workers`,
+`--gradient-accumulation`, `--checkpoint-dir` and `--checkpoint-steps`):
 
     KERAS_BACKEND=tensorflow python benchmarks/mst_tables.py --table 1 \
         --steps 1000 --merge run_a.json run_b.json
@@ -447,6 +455,7 @@ def run_row(args, name, d, seed):
         workers=args.workers,
         source=source,
         gradient_accumulation_steps=args.gradient_accumulation,
+        **checkpoint_arguments(args, name, d, seed),
     )
     start = time.perf_counter()
     if table == 1:
@@ -481,16 +490,46 @@ def run_row(args, name, d, seed):
             "loss_function": fit["loss_function"],
             "final_loss": fit["loss"][-1],
             "train_seconds": fit["seconds"],
-            # The timer sees slices; a step is a whole batch.
-            "seconds_per_step": timer.median_seconds()
-            * args.gradient_accumulation,
+            "seconds_per_step": seconds_per_step(args, timer, fit),
             "gradient_accumulation_steps": args.gradient_accumulation,
             "eval_seconds": round(eval_seconds, 1),
             "params": int(model.count_params()),
             "model_arguments": kwargs,
         }
     )
+    if "resumed_chunks" in fit:
+        record["checkpoint_steps"] = fit["checkpoint_steps"]
+        record["resumed_chunks"] = fit["resumed_chunks"]
     return record
+
+
+def checkpoint_arguments(args, name, d, seed):
+    """`fit_estimator`'s checkpoint arguments for one row (or none).
+
+    Each row has its own folder under `--checkpoint-dir`, named by the
+    table, source, model, d, seed and steps; `fit_estimator` refuses a
+    folder saved with other training settings.
+    """
+    if args.checkpoint_dir is None:
+        return {}
+    parts = [f"table{args.table}"]
+    if args.table == 2:
+        parts.append(args.source)
+    parts += [name, f"d{d}", f"seed{seed}", f"steps{args.steps}"]
+    return {
+        "checkpoint_dir": args.checkpoint_dir / "_".join(parts),
+        "checkpoint_steps": args.checkpoint_steps,
+    }
+
+
+def seconds_per_step(args, timer, fit):
+    """Median seconds of a training step of this process (the timer sees
+    slices; a step is a whole batch), else (every step resumed from a
+    checkpoint) the mean over the run's saved pieces."""
+    median = timer.median_seconds()
+    if median is None:
+        return fit["seconds"] / fit["steps"]
+    return median * args.gradient_accumulation
 
 
 # Output ----------------------------------------------------------------------
@@ -765,6 +804,22 @@ def parse_args(argv):
     )
     parser.add_argument("--epoch-steps", type=int, default=500)
     parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=None,
+        help="save each row's weights and optimizer state in a folder of "
+        "its own here, and resume a row from it when rerun (same batches "
+        "as an uninterrupted run)",
+    )
+    parser.add_argument(
+        "--checkpoint-steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --checkpoint-dir: batches between checkpoints (default: "
+        "one per epoch, --epoch-steps)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -791,6 +846,14 @@ def parse_args(argv):
             "--gradient-accumulation must be a positive integer, got "
             f"{args.gradient_accumulation}"
         )
+    if args.checkpoint_steps is not None:
+        if args.checkpoint_dir is None:
+            parser.error("--checkpoint-steps needs --checkpoint-dir")
+        if args.checkpoint_steps < 1:
+            parser.error(
+                "--checkpoint-steps must be a positive integer, got "
+                f"{args.checkpoint_steps}"
+            )
     if args.dims is not None and args.table != 1:
         parser.error("--dims applies to --table 1 only")
     if (

@@ -59,9 +59,12 @@ Seeds: batch `i` of epoch `e` uses the generator seed
 `TEST_SEED = 2**32` up, so no test set is ever drawn in training.
 """
 
+import json
 import math
+import os
 import threading
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -371,10 +374,14 @@ class SetBatches(keras.utils.PyDataset):
     def __getitem__(self, index):
         if not 0 <= index < len(self):
             raise IndexError(index)
+        return self.item(self.epoch, index)
+
+    def item(self, epoch, index):
+        """Item `index` of `epoch` (a batch, or a slice of one)."""
         if self.micro_batches == 1:
-            return self.batch(self.epoch, index)
+            return self.batch(epoch, index)
         step, part = divmod(index, self.micro_batches)
-        key = (self.epoch, step)
+        key = (epoch, step)
         with self._lock:
             cached_key, batch = self._cached
             if cached_key != key:
@@ -387,6 +394,118 @@ class SetBatches(keras.utils.PyDataset):
 
     def on_epoch_end(self):
         self.epoch += 1
+
+
+class _Chunk(keras.utils.PyDataset):
+    """Batches `start .. start + count - 1` of one epoch of a `SetBatches`.
+
+    The same items (every micro-batch) as the whole epoch serves at those
+    places, for training an epoch in pieces (`fit_estimator`'s
+    `checkpoint_dir`).
+    """
+
+    def __init__(self, batches, epoch, start, count):
+        super().__init__(workers=batches.workers)
+        self.batches = batches
+        self.epoch = epoch
+        self.first = start * batches.micro_batches
+        self.count = count * batches.micro_batches
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return self.batches.item(self.epoch, self.first + index)
+
+
+CHECKPOINT_WEIGHTS = "model.weights.h5"
+CHECKPOINT_PROGRESS = "progress.json"
+
+
+def _load_checkpoint(model, folder, settings):
+    """The chunks `folder` records (restoring its weights), or []."""
+    progress_path = folder / CHECKPOINT_PROGRESS
+    if not progress_path.is_file():
+        return []
+    progress = json.loads(progress_path.read_text())
+    if progress.get("settings") != settings:
+        differ = sorted(
+            key
+            for key in set(settings) | set(progress.get("settings") or {})
+            if settings.get(key) != (progress.get("settings") or {}).get(key)
+        )
+        raise ValueError(
+            f"`checkpoint_dir` {str(folder)!r} holds a run with other "
+            f"settings (they differ in {differ}): {progress.get('settings')}"
+            f"; expected {settings}. Pass another folder, or delete this "
+            "one to start afresh."
+        )
+    # Adam's moments and step count are in the weights file: build the
+    # optimizer's variables so that they load too.
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(folder / CHECKPOINT_WEIGHTS)
+    return progress["chunks"]
+
+
+def _save_checkpoint(model, folder, settings, chunks):
+    """Writes weights then progress, each by an atomic rename."""
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f"partial.{CHECKPOINT_WEIGHTS}"
+    model.save_weights(partial)
+    os.replace(partial, folder / CHECKPOINT_WEIGHTS)
+    partial = folder / f"{CHECKPOINT_PROGRESS}.partial"
+    partial.write_text(
+        json.dumps({"settings": settings, "chunks": chunks}, indent=1)
+    )
+    os.replace(partial, folder / CHECKPOINT_PROGRESS)
+
+
+def _fit_in_chunks(
+    model, dataset, epochs, per_epoch, every, folder, settings, fit_kwargs
+):
+    """Trains `epochs` x `per_epoch` batches, `every` at a time, saving
+    the weights and optimizer state into `folder` after each piece and
+    resuming from it. Returns (loss per epoch, seconds, chunks resumed)."""
+    if not model.built:
+        # Loading weights needs them built: one pair of the first batch.
+        inputs = dataset.batch(1, 0)[0]
+        model(keras.tree.map_structure(lambda a: a[:1], inputs))
+    chunks = _load_checkpoint(model, folder, settings)
+    resumed = len(chunks)
+    done = {(c["epoch"], c["start"]) for c in chunks}
+    for epoch in range(epochs):
+        for start in range(0, per_epoch, every):
+            if (epoch, start) in done:
+                continue
+            count = min(every, per_epoch - start)
+            begin = time.time()
+            # `fit` advances a PyDataset's epoch once before it trains
+            # (`EpochIterator.reset`), so the batches of an uninterrupted
+            # run's epoch `e` are those of `SetBatches` epoch `e + 1`.
+            history = model.fit(
+                _Chunk(dataset, epoch + 1, start, count),
+                epochs=1,
+                **fit_kwargs,
+            )
+            chunks.append(
+                {
+                    "epoch": epoch,
+                    "start": start,
+                    "count": count,
+                    "loss": float(history.history["loss"][-1]),
+                    "seconds": round(time.time() - begin, 1),
+                }
+            )
+            _save_checkpoint(model, folder, settings, chunks)
+    losses = []
+    for epoch in range(epochs):
+        parts = [c for c in chunks if c["epoch"] == epoch]
+        total = sum(c["count"] for c in parts)
+        losses.append(sum(c["loss"] * c["count"] for c in parts) / total)
+    seconds = sum(c["seconds"] for c in chunks)
+    return losses, seconds, resumed
 
 
 def fit_estimator(
@@ -408,6 +527,8 @@ def fit_estimator(
     dim_weight_power=None,
     gradient_accumulation_steps=None,
     shuffle=None,
+    checkpoint_dir=None,
+    checkpoint_steps=None,
 ):
     """Trains `model` on `task` with fresh batches and plain `model.fit`.
 
@@ -453,12 +574,31 @@ def fit_estimator(
         shuffle: `model.fit`'s `shuffle`, the order in which an epoch's
             batches are drawn (every batch is fresh either way). None:
             True (Keras's default, which the shipped presets were trained
-            with) without gradient accumulation, False with it, where a
-            batch's slices must follow each other (True is then an error).
+            with) without gradient accumulation or checkpoints, False
+            with either: a batch's slices must follow each other, and a
+            resumed run must see the batches in the order of an
+            uninterrupted one (True is then an error).
+        checkpoint_dir: None (the default), or a folder in which to save
+            the weights and optimizer state every `checkpoint_steps`
+            batches, and from which a call with the same arguments
+            resumes (after an interruption, in another process or
+            session). The batches are those of the uninterrupted run, so
+            the result is the same up to float error. Each piece is its
+            own `model.fit` call on the batches of the epoch it belongs
+            to (ours, rather than `keras.callbacks.BackupAndRestore`,
+            which resumes at an epoch boundary only, while a relation
+            network's step can take minutes). A folder saved with other
+            arguments is an error.
+        checkpoint_steps: batches between checkpoints; None: one per
+            epoch (`epoch_steps`). Only with `checkpoint_dir`.
 
     Returns:
         A dict: `"loss"` (per epoch), `"steps"` (batches run),
-        `"seconds"`, `"steps_per_second"`, and the settings used.
+        `"seconds"`, `"steps_per_second"`, and the settings used. With
+        a `checkpoint_dir`, `"seconds"` adds up the training time of
+        every piece, in this call or earlier ones, and
+        `"resumed_chunks"` says how many pieces were loaded instead of
+        trained.
     """
     _check_task(task)
     defaults = DEFAULTS[task]
@@ -477,7 +617,14 @@ def fit_estimator(
             "gradient_accumulation_steps", gradient_accumulation_steps
         )
     if shuffle is None:
-        shuffle = accumulate == 1
+        shuffle = accumulate == 1 and checkpoint_dir is None
+    if shuffle and checkpoint_dir is not None:
+        raise ValueError(
+            "`shuffle=True` would shuffle the batches within each piece "
+            "between checkpoints only, an order no uninterrupted run has; "
+            f"pass shuffle=False or None. Received: shuffle={shuffle}, "
+            f"checkpoint_dir={str(checkpoint_dir)!r}"
+        )
     if shuffle and accumulate > 1:
         raise ValueError(
             "`shuffle=True` would separate the slices of a batch that "
@@ -501,6 +648,15 @@ def fit_estimator(
             "comes from the first two items of an epoch, which must be two "
             f"batches of different d). Received: steps={steps}, "
             f"dim_sampler={dims}, gradient_accumulation_steps={accumulate}"
+        )
+    if checkpoint_steps is not None:
+        if checkpoint_dir is None:
+            raise ValueError(
+                "`checkpoint_steps` needs a `checkpoint_dir`. Received: "
+                f"checkpoint_steps={checkpoint_steps}, checkpoint_dir=None"
+            )
+        checkpoint_steps = _check_positive_int(
+            "checkpoint_steps", checkpoint_steps
         )
     if batch_size % accumulate:
         raise ValueError(
@@ -535,21 +691,50 @@ def fit_estimator(
         loss=loss,
         metrics=metrics,
     )
-    start = time.time()
-    history = model.fit(
-        dataset,
-        epochs=epochs,
-        callbacks=callbacks,
-        verbose=verbose,
-        shuffle=bool(shuffle),
+    fit_kwargs = dict(
+        callbacks=callbacks, verbose=verbose, shuffle=bool(shuffle)
     )
-    seconds = time.time() - start
+    resumed = None
+    if checkpoint_dir is None:
+        start = time.time()
+        history = model.fit(dataset, epochs=epochs, **fit_kwargs)
+        seconds = time.time() - start
+        losses = [float(v) for v in history.history["loss"]]
+    else:
+        # What determines the result: a checkpoint resumes only a run of
+        # the same settings.
+        settings = {
+            "task": task,
+            "steps": steps,
+            "epoch_steps": epoch_steps,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "loss": loss if isinstance(loss, str) else repr(loss),
+            "seed": seed,
+            "set_size": None if set_size is None else list(set_size),
+            "dims": None if dims is None else list(dims),
+            "source": source,
+            "dim_weight_power": dim_weight_power,
+            "gradient_accumulation_steps": accumulate,
+            "shuffle": bool(shuffle),
+            "model": model.name,
+        }
+        losses, seconds, resumed = _fit_in_chunks(
+            model,
+            dataset,
+            epochs,
+            per_epoch,
+            checkpoint_steps or per_epoch,
+            Path(checkpoint_dir),
+            settings,
+            fit_kwargs,
+        )
     total = epochs * per_epoch
-    return {
-        "loss": [float(v) for v in history.history["loss"]],
+    record = {
+        "loss": losses,
         "steps": total,
         "seconds": round(seconds, 1),
-        "steps_per_second": round(total / seconds, 4),
+        "steps_per_second": round(total / max(seconds, 1e-9), 4),
         "batch_size": batch_size,
         "learning_rate": learning_rate,
         "loss_function": loss,
@@ -559,6 +744,10 @@ def fit_estimator(
         "gradient_accumulation_steps": accumulate,
         "backend": keras.backend.backend(),
     }
+    if checkpoint_dir is not None:
+        record["checkpoint_steps"] = checkpoint_steps or per_epoch
+        record["resumed_chunks"] = resumed
+    return record
 
 
 # Models ----------------------------------------------------------------------

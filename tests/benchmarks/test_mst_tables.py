@@ -12,6 +12,7 @@ source reaches every step of a row.
 import json
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -334,4 +335,52 @@ def test_gradient_accumulation_fits_a_relation_network_in_memory(
         script.main(argv + ["--gradient-accumulation", "0"])
     assert "--gradient-accumulation must be a positive integer, got 0" in (
         capsys.readouterr().err
+    )
+
+
+def test_checkpointed_row_resumes_and_merges_with_plain_rows(
+    tmp_path, capsys, monkeypatch
+):
+    """`--checkpoint-dir` saves a row's pieces; a rerun resumes them."""
+    script = _load_script()
+    argv = ["--table", "1", "--dims", "2", "--models", "single_set_deepsets"]
+    argv += ["--test-size", "4"] + SMALL
+    checkpoints = tmp_path / "checkpoints"
+    resumable = [
+        "--checkpoint-dir",
+        str(checkpoints),
+        "--checkpoint-steps",
+        "1",
+    ]
+    first = script.main(
+        argv + resumable + ["--output", str(tmp_path / "a.json")]
+    )
+    (row,) = first["results"].values()
+    assert row["checkpoint_steps"] == 1 and row["resumed_chunks"] == 0
+    folder = checkpoints / "table1_single_set_deepsets_d2_seed0_steps2"
+    progress = json.loads((folder / "progress.json").read_text())
+    assert [c["start"] for c in progress["chunks"]] == [0, 1]
+
+    # The whole row again, into a new output: nothing is trained (every
+    # piece is loaded), and the numbers are the same.
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a saved piece was trained again")
+
+    monkeypatch.setattr(keras.Model, "fit", no_fit)
+    again = script.main(
+        argv + resumable + ["--output", str(tmp_path / "b.json")]
+    )
+    (resumed,) = again["results"].values()
+    assert resumed["resumed_chunks"] == 2
+    assert resumed["ours"] == row["ours"]
+    assert resumed["train_seconds"] == row["train_seconds"]
+    assert resumed["seconds_per_step"] == row["train_seconds"] / 2
+    monkeypatch.undo()
+    # Not a setting: the row merges with rows run without checkpoints.
+    assert first["settings"] == again["settings"]
+    assert "checkpoint" not in json.dumps(first["settings"])
+    with pytest.raises(SystemExit):
+        script.main(argv + ["--checkpoint-steps", "2"])
+    assert (
+        "--checkpoint-steps needs --checkpoint-dir" in capsys.readouterr().err
     )

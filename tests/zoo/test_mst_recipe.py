@@ -769,3 +769,155 @@ def test_gradient_accumulation_gives_the_whole_batch_update():
         mst_recipe.fit_estimator(
             None, "kl_divergence", 2, gradient_accumulation_steps=0
         )
+
+
+class _Interrupt(Exception):
+    pass
+
+
+class _InterruptAt(keras.callbacks.Callback):
+    """Raises `_Interrupt` when the `at`-th batch of the run begins."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+        self.seen = 0
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.seen += 1
+        if self.seen == self.at:
+            raise _Interrupt()
+
+
+@pytest.mark.parametrize("accumulate", [None, 2], ids=["plain", "accumulated"])
+def test_checkpointed_run_resumes_to_the_uninterrupted_result(
+    tmp_path, accumulate
+):
+    """Killed in its third of six batches, resumed in a new model: the
+    weights at the end are those of the run that was never stopped."""
+    inputs, _ = mst_recipe.make_batch("kl_divergence", 2, 2, seed=0)
+    options = dict(
+        steps=5,
+        batch_size=4,
+        learning_rate=1e-2,
+        epoch_steps=3,
+        set_size=(6, 9),
+        verbose=0,
+        gradient_accumulation_steps=accumulate,
+        # The order of a checkpointed run (its default).
+        shuffle=False,
+    )
+    initial = None
+
+    def fresh_model():
+        nonlocal initial
+        model = mst_recipe.build_model("kl_divergence", **TINY)
+        model(inputs)
+        if initial is None:
+            initial = [np.asarray(w) for w in model.get_weights()]
+        model.set_weights(initial)
+        return model
+
+    plain_model = fresh_model()
+    plain = mst_recipe.fit_estimator(plain_model, "kl_divergence", 2, **options)
+    # 5 batches round up to 2 epochs of 3; checkpoints after every 2
+    # batches of an epoch: pieces of 2, 1 | 2, 1. Keras counts a batch's
+    # slices as its batches.
+    slices = accumulate or 1
+    folder = tmp_path / "run"
+    with pytest.raises(_Interrupt):
+        mst_recipe.fit_estimator(
+            fresh_model(),
+            "kl_divergence",
+            2,
+            checkpoint_dir=folder,
+            checkpoint_steps=2,
+            callbacks=[_InterruptAt(2 * slices + 1)],
+            **options,
+        )
+    progress = json.loads((folder / "progress.json").read_text())
+    assert [
+        (c["epoch"], c["start"], c["count"]) for c in progress["chunks"]
+    ] == [(0, 0, 2)]
+    resumed_model = fresh_model()
+    resumed = mst_recipe.fit_estimator(
+        resumed_model,
+        "kl_divergence",
+        2,
+        checkpoint_dir=folder,
+        checkpoint_steps=2,
+        **options,
+    )
+    assert resumed["resumed_chunks"] == 1
+    assert resumed["steps"] == plain["steps"] == 6
+    assert resumed["checkpoint_steps"] == 2
+    progress = json.loads((folder / "progress.json").read_text())
+    assert [
+        (c["epoch"], c["start"], c["count"]) for c in progress["chunks"]
+    ] == [
+        (0, 0, 2),
+        (0, 2, 1),
+        (1, 0, 2),
+        (1, 2, 1),
+    ]
+    moved = [
+        np.max(np.abs(np.asarray(w) - w0))
+        for w, w0 in zip(plain_model.get_weights(), initial, strict=True)
+    ]
+    assert max(moved) > 1e-3
+    for a, b in zip(
+        resumed_model.get_weights(), plain_model.get_weights(), strict=True
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    # Each epoch's loss is the mean over its batches, as without pieces.
+    np.testing.assert_allclose(resumed["loss"], plain["loss"], rtol=1e-4)
+    # A finished run resumes to its end without training.
+    again_model = fresh_model()
+    again = mst_recipe.fit_estimator(
+        again_model,
+        "kl_divergence",
+        2,
+        checkpoint_dir=folder,
+        checkpoint_steps=2,
+        callbacks=[_InterruptAt(1)],
+        **options,
+    )
+    assert again["resumed_chunks"] == 4
+    assert again["seconds"] == resumed["seconds"]
+    for a, b in zip(
+        again_model.get_weights(), resumed_model.get_weights(), strict=True
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_checkpoint_of_other_settings_is_an_error(tmp_path):
+    options = dict(
+        steps=2, batch_size=4, epoch_steps=2, set_size=(6, 9), verbose=0
+    )
+    model = mst_recipe.build_model("kl_divergence", **TINY)
+    mst_recipe.fit_estimator(
+        model, "kl_divergence", 2, checkpoint_dir=tmp_path, **options
+    )
+    with pytest.raises(ValueError, match=r"differ in \['learning_rate'\]"):
+        mst_recipe.fit_estimator(
+            model,
+            "kl_divergence",
+            2,
+            checkpoint_dir=tmp_path,
+            learning_rate=0.5,
+            **options,
+        )
+    with pytest.raises(ValueError, match="checkpoint_steps=3, checkpoint_dir"):
+        mst_recipe.fit_estimator(None, "kl_divergence", 2, checkpoint_steps=3)
+    with pytest.raises(ValueError, match="shuffle=True"):
+        mst_recipe.fit_estimator(
+            None, "kl_divergence", 2, checkpoint_dir=tmp_path, shuffle=True
+        )
+    with pytest.raises(ValueError, match="checkpoint_steps=0"):
+        mst_recipe.fit_estimator(
+            None,
+            "kl_divergence",
+            2,
+            checkpoint_dir=tmp_path,
+            checkpoint_steps=0,
+        )
