@@ -586,8 +586,8 @@ def fit_estimator(
             the result is the same up to float error. Each piece is its
             own `model.fit` call on the batches of the epoch it belongs
             to (ours, rather than `keras.callbacks.BackupAndRestore`,
-            which resumes at an epoch boundary only, while a relation
-            network's step can take minutes). A folder saved with other
+            which restarts the epoch it saved in, while one epoch of a
+            relation network can take hours). A folder saved with other
             arguments is an error.
         checkpoint_steps: batches between checkpoints; None: one per
             epoch (`epoch_steps`). Only with `checkpoint_dir`.
