@@ -712,16 +712,29 @@ def test_micro_batches_slice_each_batch_in_order():
         mst_recipe.SetBatches("kl_divergence", 4, 3, dims=2, micro_batches=3)
 
 
-def test_gradient_accumulation_gives_the_whole_batch_update():
-    """`k` slices with accumulated gradients = one step on the batch."""
+def _same_start_models():
+    """A factory of tiny KL models that all start from the same weights,
+    and those weights (a list of arrays)."""
     inputs, _ = mst_recipe.make_batch("kl_divergence", 2, 2, seed=0)
-    weights, initial = {}, None
-    for accumulate in (None, 2):
+    model = mst_recipe.build_model("kl_divergence", **TINY)
+    model(inputs)
+    initial = [np.asarray(w) for w in model.get_weights()]
+
+    def fresh_model():
         model = mst_recipe.build_model("kl_divergence", **TINY)
         model(inputs)
-        if initial is None:
-            initial = [np.asarray(w) for w in model.get_weights()]
         model.set_weights(initial)
+        return model
+
+    return fresh_model, initial
+
+
+def test_gradient_accumulation_gives_the_whole_batch_update():
+    """`k` slices with accumulated gradients = one step on the batch."""
+    fresh_model, initial = _same_start_models()
+    weights = {}
+    for accumulate in (None, 2):
+        model = fresh_model()
         fit = mst_recipe.fit_estimator(
             model,
             "kl_divergence",
@@ -795,7 +808,6 @@ def test_checkpointed_run_resumes_to_the_uninterrupted_result(
 ):
     """Killed in its third of six batches, resumed in a new model: the
     weights at the end are those of the run that was never stopped."""
-    inputs, _ = mst_recipe.make_batch("kl_divergence", 2, 2, seed=0)
     options = dict(
         steps=5,
         batch_size=4,
@@ -807,17 +819,7 @@ def test_checkpointed_run_resumes_to_the_uninterrupted_result(
         # The order of a checkpointed run (its default).
         shuffle=False,
     )
-    initial = None
-
-    def fresh_model():
-        nonlocal initial
-        model = mst_recipe.build_model("kl_divergence", **TINY)
-        model(inputs)
-        if initial is None:
-            initial = [np.asarray(w) for w in model.get_weights()]
-        model.set_weights(initial)
-        return model
-
+    fresh_model, initial = _same_start_models()
     plain_model = fresh_model()
     plain = mst_recipe.fit_estimator(plain_model, "kl_divergence", 2, **options)
     # 5 batches round up to 2 epochs of 3; checkpoints after every 2
