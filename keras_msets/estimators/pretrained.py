@@ -32,11 +32,18 @@ on):
   rotation invariant. With it the estimate is exactly invariant (up to
   float rounding) under any invertible affine map applied to both sets,
   as the KL divergence and the same/different question are.
-- Mutual information: `standardize_pairs`, every coordinate of each set
-  shifted and scaled to mean 0 and variance 1 on its own (the training
-  data of Sec. 5.1.2 have standard normal marginals). The estimate is
-  then invariant under a separate shift and positive scaling of every
-  coordinate of `x` and of `y`.
+- Mutual information, the paper's split sets (`mst_mutual_information`):
+  `standardize_pairs`, every coordinate of each set shifted and scaled to
+  mean 0 and variance 1 on its own (the training data of Sec. 5.1.2 have
+  standard normal marginals). The estimate is then invariant under a
+  separate shift and positive scaling of every coordinate of `x` and of
+  `y`.
+- Mutual information read as `KL(P_XY || P_X P_Y)` (ours,
+  `mst_mutual_information_joint`, the default for d = 1..8):
+  `joint_and_product_sets`, then `whiten_pairs` with each axis oriented
+  by the third moment (both sets have the same mean by construction). The
+  estimate is invariant under an invertible affine map of `x` and another
+  of `y`.
 
 KL divergence and mutual information are returned as the model's
 regression output clipped at 0 (both quantities are non-negative), in
@@ -59,6 +66,9 @@ MIN_EXTRA_POINTS = 1
 # A preset "has learned" a dimension when its error there is below this
 # fraction of the best constant answer's (`unlearned_dims`).
 SKILL_MARGIN = 0.9
+# Seed of the permutation that turns paired samples into samples of the
+# product of the marginals (`joint_and_product_sets`).
+JOINT_PERMUTATION_SEED = 0
 # Pairs are padded to a multiple of this many elements (fewer distinct
 # shapes, so fewer compilations of the predict function).
 _PAD_MULTIPLE = 32
@@ -74,13 +84,18 @@ class EstimatorSpec:
             (both ends included); other `d` are refused.
         set_size: `(low, high)`, the set sizes it was trained on; sets
             outside give a warning, not an error.
-        preprocessing: `"whiten"` (`whiten_pairs`) or `"standardize"`
+        preprocessing: `"whiten"` (`whiten_pairs`), `"whiten_third_moment"`
+            (`whiten_pairs(..., sign="third_moment")`) or `"standardize"`
             (`standardize_pairs`).
         paired: whether row `i` of `x` and row `i` of `y` are one joint
             sample (then both sets must have the same number of rows).
         symmetric: whether the quantity does not depend on the order of
             the two sets; the estimate is then the mean of the model's
             answers for `(x, y)` and for `(y, x)`.
+        joint: paired estimators only: whether the model reads the joint
+            samples `[x_j, y_j]` against samples of the product of the
+            marginals `[x_j, y_pi(j)]` (`joint_and_product_sets`) instead
+            of the two sets `x` and `y`.
     """
 
     preset: str
@@ -89,6 +104,7 @@ class EstimatorSpec:
     preprocessing: str
     paired: bool
     symmetric: bool = False
+    joint: bool = False
 
 
 SPECS = {
@@ -105,6 +121,14 @@ SPECS = {
         set_size=(100, 150),
         preprocessing="standardize",
         paired=True,
+    ),
+    "mutual_information_joint": EstimatorSpec(
+        preset="mst_mutual_information_joint",
+        dims=(1, 8),
+        set_size=(100, 150),
+        preprocessing="whiten_third_moment",
+        paired=True,
+        joint=True,
     ),
     "same_distribution_probability": EstimatorSpec(
         preset="mst_two_sample",
@@ -127,7 +151,7 @@ def _masks_for(x, y, x_mask, y_mask):
     return x_mask.astype(bool), y_mask.astype(bool)
 
 
-def whiten_pairs(x, y, x_mask=None, y_mask=None):
+def whiten_pairs(x, y, x_mask=None, y_mask=None, sign="mean"):
     """Jointly whitens pairs of sets, then rotates them to canonical axes.
 
     First eq. 15 of Selby et al. (`whiten_sets`): `[X'; Y'] =
@@ -135,7 +159,14 @@ def whiten_pairs(x, y, x_mask=None, y_mask=None):
     of both sets. Then both sets are rotated by `V^T`, the eigenvectors of
     the covariance of `X'` alone (largest eigenvalue first), each
     eigenvector's sign chosen so that the mean of `X'` along it is
-    positive. The union still has mean 0 and identity covariance.
+    positive (`sign="mean"`) or, with `sign="third_moment"`, so that the
+    third central moment of `X'` along it is positive. The union still
+    has mean 0 and identity covariance.
+
+    The third moment is for pairs whose two sets have the same mean by
+    construction, such as joint samples against the same rows with one
+    part permuted (`joint_and_product_sets`): there the mean of `X'` is 0
+    along every axis, and a sign chosen by it would be float noise.
 
     Why the rotation: if both sets go through one invertible affine map
     `z -> A z + b`, eq. 15 gives `R [X'; Y']` for an orthogonal `R` that
@@ -150,11 +181,17 @@ def whiten_pairs(x, y, x_mask=None, y_mask=None):
         y: float `[batch, m_max, d]`.
         x_mask: boolean `[batch, n_max]` (True = real point); None: all.
         y_mask: boolean `[batch, m_max]`; None: all.
+        sign: `"mean"` or `"third_moment"`, the rule that orients each
+            axis.
 
     Returns:
         `(x_white, y_white)`, float64 of the input shapes; padded rows
         are zeros.
     """
+    if sign not in ("mean", "third_moment"):
+        raise ValueError(
+            f"`sign` must be 'mean' or 'third_moment'. Received: sign={sign!r}"
+        )
     x_mask, y_mask = _masks_for(x, y, x_mask, y_mask)
     x_white, y_white, _, _ = whiten_sets(x, y, x_mask, y_mask)
     weights = x_mask[..., None].astype(np.float64)
@@ -166,7 +203,12 @@ def whiten_pairs(x, y, x_mask=None, y_mask=None):
     )
     _, vectors = np.linalg.eigh(cov)
     vectors = vectors[:, :, ::-1]  # largest eigenvalue first
-    signs = np.where(np.einsum("bi,bij->bj", mean, vectors) < 0, -1.0, 1.0)
+    if sign == "mean":
+        direction = np.einsum("bi,bij->bj", mean, vectors)
+    else:
+        projected = np.einsum("bni,bij->bnj", centred, vectors)
+        direction = (projected**3 * weights).sum(axis=1)
+    signs = np.where(direction < 0, -1.0, 1.0)
     vectors = vectors * signs[:, None, :]
     rotate = functools.partial(np.einsum, "bni,bij->bnj")
     return rotate(x_white, vectors), rotate(y_white, vectors)
@@ -215,6 +257,8 @@ def preprocess(spec, x, y, x_mask=None, y_mask=None):
     """Applies `spec.preprocessing` to padded pairs; float32 out."""
     if spec.preprocessing == "whiten":
         x, y = whiten_pairs(x, y, x_mask, y_mask)
+    elif spec.preprocessing == "whiten_third_moment":
+        x, y = whiten_pairs(x, y, x_mask, y_mask, sign="third_moment")
     else:
         x, y = standardize_pairs(x, y, x_mask, y_mask)
     return x.astype(np.float32), y.astype(np.float32)
@@ -339,6 +383,9 @@ def _resolve_model(model, spec):
             f"keras.Model. Received: model of type {type(model).__name__}"
         )
     dim = _model_dim(model)
+    if dim is not None and spec.joint:
+        # A fixed-dimension model of joint samples reads [x_j, y_j].
+        dim = dim // 2 if dim % 2 == 0 else None
     return model, None if dim is None else (dim, dim)
 
 
@@ -372,11 +419,13 @@ def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
                 "both is one joint sample (x_j, y_j)"
                 f"{where}. Received: x.shape={x.shape}, y.shape={y.shape}"
             )
-        minimum = d + MIN_EXTRA_POINTS
+        # The joint samples [x_j, y_j] have dimension 2d.
+        needed = "2d + 1" if spec.joint else "d + 1"
+        minimum = (2 * d if spec.joint else d) + MIN_EXTRA_POINTS
         for name, values in (("x", x), ("y", y)):
             if values.shape[0] < minimum:
                 raise ValueError(
-                    f"Each set needs at least d + 1 = {minimum} points "
+                    f"Each set needs at least {needed} = {minimum} points "
                     f"(d = {d}){where}. Received: {name}.shape="
                     f"{values.shape}"
                 )
@@ -389,6 +438,43 @@ def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
             "estimate may be less accurate.",
             stacklevel=4,
         )
+
+
+def joint_and_product_sets(x, y, seed=JOINT_PERMUTATION_SEED):
+    """Joint samples and samples of the product of the marginals.
+
+    `I(X; Y) = KL(P_XY || P_X P_Y)`: for paired samples, row `j` of `x[i]`
+    and row `j` of `y[i]` being one joint sample, the first set is the
+    joint samples `[x_j, y_j]` and the second the same rows with the `y`
+    part permuted within the set, `[x_j, y_pi(j)]` (approximately
+    independent samples of `P_X P_Y`, as in MINE-style estimators). This
+    is what the `mst_mutual_information_joint` preset reads (after
+    `whiten_pairs`), as `keras_msets.data.mutual_information_sets(...,
+    mode="joint_vs_product")` makes its training data.
+
+    The permutation of a set of `n` rows comes from a generator seeded
+    with `seed` alone, so the answer for a pair never depends on the other
+    pairs of a batch, and repeated calls agree.
+
+    Args:
+        x: list of float arrays `[n_i, d_i]`.
+        y: list of float arrays `[n_i, e_i]`, the same `n_i` as `x[i]`.
+        seed: seed of the permutations.
+
+    Returns:
+        `(joint, product)`: lists of float64 arrays `[n_i, d_i + e_i]`.
+    """
+    joint, product = [], []
+    for i, (xs, ys) in enumerate(zip(x, y, strict=True)):
+        if len(xs) != len(ys):
+            raise ValueError(
+                "Paired sets must have the same number of rows. Received: "
+                f"x[{i}].shape={np.shape(xs)}, y[{i}].shape={np.shape(ys)}"
+            )
+        permutation = np.random.default_rng(seed).permutation(len(ys))
+        joint.append(np.concatenate([xs, ys], axis=1))
+        product.append(np.concatenate([xs, ys[permutation]], axis=1))
+    return joint, product
 
 
 def _pad(sets, width):
@@ -444,6 +530,8 @@ def _estimate(estimator, x, y, model, batch_size, clip=True):
         )
     model, allowed_dims = _resolve_model(model, spec)
     _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator)
+    if spec.joint:
+        x_sets, y_sets = joint_and_product_sets(x_sets, y_sets)
     # Pairs of one dimension go through the model together.
     out = np.zeros(len(x_sets))
     dims = np.array([s.shape[1] for s in x_sets])
@@ -506,26 +594,100 @@ def kl_divergence(x, y, model=None, batch_size=64):
     return _estimate("kl_divergence", x, y, model, batch_size)
 
 
-def mutual_information(x, y, model=None, batch_size=64):
+MI_MODES = ("split", "joint")
+
+
+def _mi_estimator(model, mode):
+    """The `SPECS` key for `mutual_information(model=..., mode=...)`."""
+    if mode == "joint":
+        return "mutual_information_joint"
+    if mode == "split":
+        return "mutual_information"
+    if isinstance(model, str):
+        from keras_msets import zoo
+
+        joint = SPECS["mutual_information_joint"].preset
+        if model == joint or zoo.info(model).get("task") == (
+            "mutual_information_joint"
+        ):
+            return "mutual_information_joint"
+    return "mutual_information"
+
+
+def _mi_by_dimension(x, y, batch_size):
+    """The default: each pair to the preset that is better at its `d`."""
+    x_sets, x_single = _as_sets(x, "x")
+    y_sets, y_single = _as_sets(y, "y")
+    if x_single != y_single or len(x_sets) != len(y_sets):
+        # The usual errors.
+        return _estimate("mutual_information", x, y, None, batch_size)
+    joint_high = SPECS["mutual_information_joint"].dims[1]
+    split_low, split_high = SPECS["mutual_information"].dims
+    low = min(SPECS["mutual_information_joint"].dims[0], split_low)
+    for i, values in enumerate(x_sets):
+        d = values.shape[1]
+        if not low <= d <= split_high:
+            where = f" (pair {i})" if len(x_sets) > 1 else ""
+            raise ValueError(
+                f"`mutual_information` supports d = {low}..{split_high} "
+                "(d = 1..8 through `mst_mutual_information_joint`, larger d "
+                f"through `mst_mutual_information`). Received: d={d}{where}"
+            )
+    out = np.zeros(len(x_sets))
+    chosen = np.array([s.shape[1] <= joint_high for s in x_sets])
+    for estimator, part in (
+        ("mutual_information_joint", np.nonzero(chosen)[0]),
+        ("mutual_information", np.nonzero(~chosen)[0]),
+    ):
+        if len(part):
+            out[part] = _estimate(
+                estimator,
+                [x_sets[i] for i in part],
+                [y_sets[i] for i in part],
+                None,
+                batch_size,
+            )
+    return float(out[0]) if x_single else out
+
+
+def mutual_information(x, y, model=None, batch_size=64, mode=None):
     """Estimates the mutual information `I(X; Y)` from paired samples.
 
-    Row `j` of `x` and row `j` of `y` are one joint sample. The preset
-    (`mst_mutual_information`, Selby et al. Sec. 5.1.2 and Fig. 2) is a
-    dimension-equivariant Multi-Set Transformer trained on Gaussians with
-    standard normal marginals and componentwise correlation `rho`
-    (`corr(x_j, y_j) = rho`), in d = 2..20, shown the two sets as in the
-    paper (the `"split"` mode of `keras_msets.data.mutual_information_sets`:
-    it does not use which row of `y` belongs to which row of `x`). Each
-    coordinate of each set is standardized first (`standardize_pairs`).
-    Data of another dependence structure are outside what it was trained
-    on.
+    Row `j` of `x` and row `j` of `y` are one joint sample. Two presets,
+    both dimension-equivariant Multi-Set Transformers trained on Gaussians
+    with standard normal marginals and componentwise correlation `rho`
+    (`corr(x_j, y_j) = rho`, Selby et al. Sec. 5.1.2), read the samples
+    in two ways (`mode`):
+
+    - `"split"`, the paper's (`mst_mutual_information`, d = 2..20): the
+      set of the `x_j` and the set of the `y_j`, each coordinate
+      standardized (`standardize_pairs`). Being invariant to the order of
+      each set, the model never sees which `y_j` belongs to which `x_j`;
+      it infers the dependence from how the two clouds relate, which
+      works in high d and fails at d = 2 (no better than a constant).
+    - `"joint"`, ours (`mst_mutual_information_joint`, d = 1..8): the
+      joint samples `[x_j, y_j]` against the same rows with the `y` part
+      permuted, `[x_j, y_pi(j)]` (`joint_and_product_sets`), read as a KL
+      divergence, `I(X; Y) = KL(P_XY || P_X P_Y)`, after `whiten_pairs`
+      (`sign="third_moment"`).
+      This uses the pairing, as the KSG estimator does; it is fine-tuned
+      from the `mst_kl_divergence` preset.
+
+    The default (`model=None`, `mode=None`) sends each pair by its `d`:
+    d = 1..8 to the joint preset, d = 9..20 to the split one, the better
+    of the two at each d on the cards' test pairs (the joint preset's
+    card measures both). Data of another dependence structure are
+    outside what either was trained on.
 
     Args:
         x: `[n, d]`, or a batch (`[batch, n, d]` or a list of arrays).
         y: `[n, d]` (the same `n` and `d` as its `x`), or a batch.
-        model: None (the `mst_mutual_information` preset), a preset name,
-            or a `keras.Model`.
+        model: None (the presets above), a preset name, or a
+            `keras.Model`.
         batch_size: pairs per model call.
+        mode: None (by `d` for the default presets; the preset's own mode
+            for a preset name; `"split"` for a `keras.Model`), `"split"`
+            or `"joint"`.
 
     Returns:
         The estimate in nats (clipped at 0): a float, or a float64 array
@@ -533,9 +695,17 @@ def mutual_information(x, y, model=None, batch_size=64):
 
     Raises:
         ValueError: as `kl_divergence`, and when `x` and `y` have
-            different numbers of rows; `d` must be in 2..20.
+            different numbers of rows; `d` must be in 1..20 (1..8 for
+            `mode="joint"`, 2..20 for `mode="split"`); the joint mode
+            needs `2d + 1` rows.
     """
-    return _estimate("mutual_information", x, y, model, batch_size)
+    if mode is not None and mode not in MI_MODES:
+        raise ValueError(
+            f"`mode` must be None or one of {MI_MODES}. Received: mode={mode!r}"
+        )
+    if model is None and mode is None:
+        return _mi_by_dimension(x, y, batch_size)
+    return _estimate(_mi_estimator(model, mode), x, y, model, batch_size)
 
 
 def same_distribution_probability(x, y, model=None, batch_size=64):

@@ -177,6 +177,77 @@ def test_mutual_information_is_invariant_per_coordinate(equivariant):
     assert mutual_information(x, y, model=equivariant) == max(raw, 0.0)
 
 
+def test_joint_and_product_sets_pair_the_rows_and_permute_y():
+    rng = np.random.default_rng(11)
+    xs = [rng.normal(size=(n, 2)) for n in (7, 9)]
+    ys = [rng.normal(size=(n, 3)) for n in (7, 9)]
+    joint, product = pretrained.joint_and_product_sets(xs, ys)
+    for x, y, j, p in zip(xs, ys, joint, product, strict=True):
+        np.testing.assert_array_equal(j, np.concatenate([x, y], axis=1))
+        # The x part stays; the y part is a permutation of the rows of y
+        # that moves some rows.
+        np.testing.assert_array_equal(p[:, :2], x)
+        order = [int(np.flatnonzero((y == row).all(1))[0]) for row in p[:, 2:]]
+        assert sorted(order) == list(range(len(y)))
+        assert order != list(range(len(y)))
+    # The permutation depends on the seed and the size only: the answer
+    # for a pair does not depend on the rest of a batch.
+    again, again_product = pretrained.joint_and_product_sets(xs[1:], ys[1:])
+    np.testing.assert_array_equal(again_product[0], product[1])
+    with pytest.raises(ValueError, match=r"same number of rows.*x\[0\]"):
+        pretrained.joint_and_product_sets([xs[0]], [ys[1]])
+
+
+def test_joint_mutual_information_reads_joint_against_product(equivariant):
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(120, 2))
+    y = 0.8 * x + 0.6 * rng.normal(size=(120, 2))
+    joint, product = pretrained.joint_and_product_sets([x], [y])
+    # Both sets have the same mean, so the axes are oriented by the third
+    # moment (the mean rule would follow float noise).
+    wj, wp = pretrained.whiten_pairs(
+        joint[0][None], product[0][None], sign="third_moment"
+    )
+    mean_rule = pretrained.whiten_pairs(joint[0][None], product[0][None])
+    assert np.abs(mean_rule[0][0].mean(0)).max() < 1e-9
+    ones = np.ones((1, 120), bool)
+    expected = pretrained.predict_prepared(
+        equivariant, wj.astype("float32"), wp.astype("float32"), ones, ones
+    )[0]
+    got = pretrained._estimate(
+        "mutual_information_joint", x, y, equivariant, 64, clip=False
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert mutual_information(x, y, model=equivariant, mode="joint") == (
+        max(expected, 0.0)
+    )
+    # Invariant under an invertible affine map of x and one of y.
+    a, b = _random_affine(rng, 2)
+    c, e = _random_affine(rng, 2)
+    moved = pretrained._estimate(
+        "mutual_information_joint",
+        x @ a.T + b,
+        y @ c.T + e,
+        equivariant,
+        64,
+        clip=False,
+    )
+    np.testing.assert_allclose(moved, got, rtol=1e-5, atol=1e-6)
+    # d = 1 works in the joint mode (joint dimension 2) and needs 2d + 1
+    # rows; the split mode does not take d = 1 from its preset, and a
+    # wrong mode is named.
+    assert (
+        mutual_information(x[:, :1], y[:, :1], model=equivariant, mode="joint")
+        >= 0
+    )
+    with pytest.raises(ValueError, match=r"at least 2d \+ 1 = 5 points"):
+        mutual_information(x[:4], y[:4], model=equivariant, mode="joint")
+    with pytest.raises(ValueError, match="`sign` must be"):
+        pretrained.whiten_pairs(joint[0][None], product[0][None], sign="max")
+    with pytest.raises(ValueError, match="`mode` must be None or one of"):
+        mutual_information(x, y, model=equivariant, mode="paired")
+
+
 def test_same_distribution_probability_is_a_probability(eight_d):
     rng = np.random.default_rng(6)
     xs = [rng.normal(size=(n, 8)) for n in (12, 25, 30)]
@@ -231,6 +302,56 @@ def test_default_loads_the_preset_once(tmp_path, monkeypatch, equivariant):
     for d in (1, 17):
         with pytest.raises(ValueError, match=r"d = 2\.\.16.*d=" + str(d)):
             kl_divergence(*_pair(rng, d=d))
+
+
+def test_default_mutual_information_routes_each_pair_by_d(
+    tmp_path, monkeypatch, equivariant
+):
+    # Two different tiny models stand in for the two presets; each pair
+    # must get the answer of the preset that serves its d.
+    split = build_multiset_model("dimension_equivariant", **TINY)
+    split([np.zeros((1, 4, 3), "float32")] * 2)
+    split.set_weights([w + 0.1 for w in equivariant.get_weights()])
+    for name, model in (
+        ("mst_mutual_information_joint", equivariant),
+        ("mst_mutual_information", split),
+    ):
+        registry.save_preset(
+            model, tmp_path / name, data="none", metrics={}, card="test"
+        )
+    monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
+    rng = np.random.default_rng(13)
+    xs = [rng.normal(size=(110, d)) for d in (1, 8, 9, 2)]
+    ys = [x + rng.normal(size=x.shape) for x in xs]
+    got = mutual_information(xs, ys)
+    expected = [
+        mutual_information(
+            x, y, model=equivariant if d <= 8 else split,
+            mode="joint" if d <= 8 else "split",
+        )
+        for x, y, d in zip(xs, ys, (1, 8, 9, 2), strict=True)
+    ]  # fmt: skip
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    assert isinstance(mutual_information(xs[0], ys[0]), float)
+    # A preset name brings its own mode; mode= overrides.
+    np.testing.assert_allclose(
+        mutual_information(xs[3], ys[3], model="mst_mutual_information_joint"),
+        expected[3],
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        mutual_information(xs[3], ys[3], mode="split"),
+        mutual_information(xs[3], ys[3], model=split, mode="split"),
+        rtol=1e-6,
+    )
+    for d in (21,):
+        x = rng.normal(size=(110, d))
+        with pytest.raises(ValueError, match=r"d = 1\.\.20.*d=21"):
+            mutual_information(x, x)
+    with pytest.raises(ValueError, match=r"d = 1\.\.8.*d=9"):
+        mutual_information(xs[2], ys[2], mode="joint")
+    with pytest.raises(ValueError, match=r"d = 2\.\.20.*d=1"):
+        mutual_information(xs[0], ys[0], mode="split")
 
 
 # Errors ---------------------------------------------------------------------

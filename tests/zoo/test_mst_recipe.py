@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RECIPES = (
     "mst_kl_divergence",
     "mst_mutual_information",
+    "mst_mutual_information_joint",
     "mst_two_sample",
     "mst_count_shared_digits",
 )
@@ -108,6 +109,19 @@ def test_make_batch_prepares_inputs_as_the_estimators_do():
         np.testing.assert_allclose(np.diag(cov), 1, atol=1e-4)
     rho = np.sqrt(1 - np.exp(-2 * mi[:, 0] / 3))
     assert np.all((rho >= 0) & (rho <= 0.999 + 1e-6))
+
+    # The joint task: [x_j, y_j] against [x_j, y_pi(j)], whitened as a KL
+    # pair, on the same joint samples and labels as the split task.
+    inputs, joint_mi = mst_recipe.make_batch(
+        "mutual_information_joint", 2, 3, seed=2
+    )
+    np.testing.assert_array_equal(joint_mi, mi)
+    (x, y), (x_mask, y_mask) = inputs["sets"], inputs["masks"]
+    assert x.shape[-1] == y.shape[-1] == 6
+    np.testing.assert_array_equal(x_mask, y_mask)
+    for b in range(2):
+        union = np.concatenate([x[b][x_mask[b]], y[b][y_mask[b]]])
+        np.testing.assert_allclose(np.cov(union.T), np.eye(6), atol=1e-4)
 
     inputs, same = mst_recipe.make_batch("two_sample", 4, 8, seed=3)
     assert inputs["sets"][0].shape[-1] == 8 and inputs["sets"][0].shape[1] == 30
@@ -283,6 +297,23 @@ def test_mi_and_two_sample_evaluation():
     assert metrics["ksg_mae_d2"] == pytest.approx(
         np.mean(np.abs(ksg - labels[:, 0]))
     )
+    # The joint task scores the same joint samples, and the split model
+    # on them when one is given.
+    joint = mst_recipe.evaluate_mutual_information(
+        _Constant(0.0),
+        dims=(1, 2),
+        num=5,
+        task="mutual_information_joint",
+        split_model=_Constant(1.0),
+    )
+    for key in ("mae_d2", "ksg_mae_d2", "median_mae_d2"):
+        assert joint[key] == pytest.approx(metrics[key]), key
+    assert joint["split_mae_d2"] == pytest.approx(np.mean(np.abs(1 - labels)))
+    assert "split_mae_d1" not in joint and "mae_d1" in joint
+    with pytest.raises(ValueError, match="task"):
+        mst_recipe.evaluate_mutual_information(
+            _Constant(0.0), dims=(2,), num=5, task="kl_divergence"
+        )
     same = mst_recipe.test_set("two_sample", 40, 8)[2][:, 0]
     metrics = mst_recipe.evaluate_two_sample(_Constant(0.9), num=40)
     assert metrics["accuracy"] == pytest.approx(np.mean(same))
@@ -476,10 +507,13 @@ def _fake_metrics(recipe):
     metrics = {"fit": fit, "accuracy": 0.5, "accuracy_same": 0.4}
     metrics.update({"accuracy_different": 0.6, "l1": 1.0})
     metrics.update({"pretrain_steps": 5, "pretrain_accuracy": 0.9})
+    metrics["pretrain_from"] = "mst_kl_divergence"
     for d in getattr(recipe, "TEST_DIMS", ()):
         metrics.update({f"mae_d{d}": 1.0, f"knn_mae_d{d}": 2.0})
         metrics.update({f"ksg_mae_d{d}": 0.5, f"mean_label_d{d}": 3.0})
         metrics[f"median_mae_d{d}"] = 0.9 if d == 16 else 1.5
+        if d >= 2:
+            metrics[f"split_mae_d{d}"] = 0.8
     for d in getattr(recipe, "GAUSSIAN_DIMS", ()):
         metrics.update(
             {f"gaussian_mae_d{d}": 0.7, f"gaussian_knn_mae_d{d}": 0.2}
@@ -514,6 +548,14 @@ def test_model_cards(name):
         "mst_mutual_information": [
             "Fig. 2",
             "| 10 | 1.0000 | 0.5000 | 1.5000 | no",
+        ],
+        "mst_mutual_information_joint": [
+            "KL(P_XY || P_X P_Y)",
+            "| 1 | 1.0000 | 0.5000 | (d = 1 not taken) | 1.5000 |",
+            "| 2 | 1.0000 | 0.5000 | 0.8000 | 1.5000 |",
+            "below KSG at d = none of them",
+            "NOT below the split preset at d = 2, 4, 6, 8",
+            "starts from the weights of `mst_kl_divergence`",
         ],
         "mst_two_sample": ["0.7289", "0.73", "NOT reach"],
         "mst_count_shared_digits": ["0.9746", "0.3136", "mst_counting_ceiling"],
@@ -646,6 +688,38 @@ def test_a_model_for_every_d_records_no_d_and_its_card_every_rate(
             example["output"],
             atol=1e-5,
         )
+
+
+def test_joint_mi_recipe_starts_from_the_kl_preset(tmp_path):
+    recipe = _load_recipe("mst_mutual_information_joint")
+    model = recipe.build_model()
+    model.build([(None, None, None)] * 2)
+    # The same architecture as the KL preset: its weights fit one to one.
+    assert recipe._start_from_kl_preset(model) == {
+        "pretrain_from": "mst_kl_divergence"
+    }
+    kl = zoo.load("mst_kl_divergence")
+    for mine, theirs in zip(model.get_weights(), kl.get_weights(), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="init_from"):
+        recipe.train(output_dir=tmp_path, steps=1, init_from="mst_two_sample")
+    # A tiny run from random weights writes a preset the estimator reads
+    # in the joint mode (its card records no KL start).
+    folder = tmp_path / recipe.NAME
+    recipe.train(
+        output_dir=folder,
+        steps=2,
+        batch_size=4,
+        verbose=0,
+        test_size=4,
+        model_kwargs=TINY,
+        init_from=None,
+    )
+    info = json.loads((folder / registry.METADATA_FILE).read_text())
+    assert info["task"] == "mutual_information_joint"
+    assert info["preprocessing"] == "whiten_third_moment"
+    assert info["dims"] == list(range(1, 9))
+    assert "starts from random weights" in (folder / "README.md").read_text()
 
 
 @pytest.mark.parametrize(
