@@ -19,6 +19,11 @@ own (`SEED + d`, above every training and recipe test seed). The truth is
 `I(X; Y) = -(d/2) log(1 - rho^2)` nats. The model reads the set of `x_i`
 and the set of `y_i` (the paper's set-up); KSG reads the paired rows.
 
+Beside them, where the zoo has it, the curve of our
+`mst_mutual_information_joint` preset (d = 1..8): the joint samples
+`[x_j, y_j]` against `[x_j, y_pi(j)]` read as `KL(P_XY || P_X P_Y)`,
+which uses the pairing as KSG does (`--joint-model none` leaves it out).
+
 Not reproduced: the MINE baseline of the figure (it needs its own network
 trained on every data set).
 
@@ -50,6 +55,8 @@ from keras_msets.zoo import mst_recipe
 HERE = Path(__file__).resolve().parent
 NAME = "figure2_mst_mutual_information"
 PRESET = pretrained.SPECS["mutual_information"].preset
+JOINT_PRESET = pretrained.SPECS["mutual_information_joint"].preset
+JOINT_DIMS = pretrained.SPECS["mutual_information_joint"].dims
 DIMS = (2, 10, 20)
 RHOS = tuple(np.round(np.linspace(-0.95, 0.95, 21), 4).tolist())
 PAIRS = 20
@@ -72,7 +79,9 @@ def resolve_model(value):
     for the JSON.
     """
     if value is None:
-        return None, f"preset {PRESET}"
+        # By name: `mutual_information(model=None)` would send d <= 8 to
+        # the joint preset (ours), and this figure is the paper's model.
+        return PRESET, f"preset {PRESET}"
     if isinstance(value, keras.Model):
         return value, f"keras.Model {value.name!r} (passed in)"
     path = Path(value)
@@ -113,8 +122,12 @@ def _stats(values, groups):
     return mean, std
 
 
-def run_dim(d, rhos, pairs, model, batch_size, seed):
-    """Estimates and errors of both estimators in dimension `d`."""
+def run_dim(d, rhos, pairs, model, batch_size, seed, joint_model=None):
+    """Estimates and errors of the estimators in dimension `d`.
+
+    `joint_model` (what `mutual_information(model=..., mode="joint")`
+    takes, or None) adds the joint curve where `d` is in `JOINT_DIMS`.
+    """
     x_sets, y_sets, rho, (x, y, mask) = figure_data(d, rhos, pairs, seed)
     truth = closed_form(rho, d)
     start = time.time()
@@ -129,7 +142,7 @@ def run_dim(d, rhos, pairs, model, batch_size, seed):
     ksg_error = ksg_estimate - truth
     model_abs_mean, model_abs_std = _stats(np.abs(model_error), rho)
     ksg_abs_mean, ksg_abs_std = _stats(np.abs(ksg_error), rho)
-    return {
+    row = {
         "d": d,
         "rho": rho.tolist(),
         "set_size": [len(s) for s in x_sets],
@@ -156,6 +169,23 @@ def run_dim(d, rhos, pairs, model, batch_size, seed):
             "ksg_seconds": round(ksg_seconds, 2),
         },
     }
+    if joint_model is not None and JOINT_DIMS[0] <= d <= JOINT_DIMS[1]:
+        joint = pretrained.mutual_information(
+            x_sets,
+            y_sets,
+            model=joint_model,
+            mode="joint",
+            batch_size=batch_size,
+        )
+        joint_error = joint - truth
+        mean, std = _stats(np.abs(joint_error), rho)
+        row["joint_mi"] = joint.tolist()
+        row["per_rho"]["joint_abs_error_mean"] = mean
+        row["per_rho"]["joint_abs_error_std"] = std
+        row["per_rho"]["joint_error_mean"] = _stats(joint_error, rho)[0]
+        row["summary"]["joint_mae"] = float(np.mean(np.abs(joint_error)))
+        row["summary"]["joint_bias"] = float(np.mean(joint_error))
+    return row
 
 
 def markdown_table(results):
@@ -165,21 +195,28 @@ def markdown_table(results):
         "### Figure 2 (Selby et al.): mutual information against rho",
         "",
         f"`{s['command']}` — backend {s['backend']}, {s['date']}, "
-        f"{s['machine']}, {s['wall_seconds']:.0f} s. Model: {s['model']}.",
+        f"{s['machine']}, {s['wall_seconds']:.0f} s. Model: {s['model']}; "
+        f"joint: {s.get('joint_model')}.",
         f"{len(s['rhos'])} values of rho in [{min(s['rhos'])}, "
         f"{max(s['rhos'])}], {s['pairs']} fresh pairs each, "
         f"{SET_SIZE[0]}-{SET_SIZE[1]} paired points; mean absolute error "
         "(and mean signed error) in nats over all pairs.",
         "",
-        "| d | mean true MI | MST MAE | KSG (k=3) MAE | MST bias | KSG bias |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| d | mean true MI | MST MAE | joint MAE | KSG (k=3) MAE | MST bias "
+        "| joint bias | KSG bias |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results["dims"]:
         m = row["summary"]
+        joint = (
+            (f"{m['joint_mae']:.4f}", f"{m['joint_bias']:+.4f}")
+            if "joint_mae" in m
+            else ("", "")
+        )
         lines.append(
             f"| {row['d']} | {m['mean_true_mi']:.3f} | {m['model_mae']:.4f} "
-            f"| {m['ksg_mae']:.4f} | {m['model_bias']:+.4f} "
-            f"| {m['ksg_bias']:+.4f} |"
+            f"| {joint[0]} | {m['ksg_mae']:.4f} | {m['model_bias']:+.4f} "
+            f"| {joint[1]} | {m['ksg_bias']:+.4f} |"
         )
     lines += ["", f"Paper: {PAPER_CLAIM}."]
     return "\n".join(lines)
@@ -200,9 +237,12 @@ def plot(results, path):
         per_rho = row["per_rho"]
         rho = np.asarray(per_rho["rho"])
         for key, label, color in (
-            ("model", "Multi-Set Transformer", "C0"),
+            ("model", "Multi-Set Transformer (paper's sets)", "C0"),
+            ("joint", "joint vs product (ours)", "C2"),
             ("ksg", f"KSG (k={KSG_K})", "C1"),
         ):
+            if f"{key}_abs_error_mean" not in per_rho:
+                continue
             mean = np.asarray(per_rho[f"{key}_abs_error_mean"])
             std = np.asarray(per_rho[f"{key}_abs_error_std"])
             axis.plot(rho, mean, marker="o", ms=3, color=color, label=label)
@@ -230,6 +270,12 @@ def parse_args(argv):
         default=None,
         help=f"a .keras file or a preset name (default: the {PRESET} preset)",
     )
+    parser.add_argument(
+        "--joint-model",
+        default=None,
+        help=f"a .keras file, a preset name or 'none' (default: the "
+        f"{JOINT_PRESET} preset where the zoo has it)",
+    )
     parser.add_argument("--pairs", type=int, default=PAIRS)
     parser.add_argument("--dims", type=int, nargs="+", default=list(DIMS))
     parser.add_argument("--rhos", type=float, nargs="+", default=list(RHOS))
@@ -251,18 +297,47 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None, model=None):
-    """Runs the benchmark; `model` (a keras.Model) overrides `--model`."""
+def resolve_joint_model(value):
+    """`--joint-model`: None (the joint preset if the zoo has it), 'none',
+    a `.keras` file or a preset name; `(model or None, description)`."""
+    from keras_msets import zoo
+
+    if isinstance(value, str) and value.lower() == "none":
+        return None, None
+    if value is None:
+        if JOINT_PRESET not in zoo.list():
+            return None, None
+        return JOINT_PRESET, f"preset {JOINT_PRESET}"
+    if isinstance(value, keras.Model):
+        return value, f"keras.Model {value.name!r} (passed in)"
+    path = Path(value)
+    if path.suffix == ".keras" or path.exists():
+        return resolve_model(value)
+    return str(value), f"preset {value}"
+
+
+def main(argv=None, model=None, joint_model=None):
+    """Runs the benchmark; `model` and `joint_model` (keras.Models)
+    override `--model` and `--joint-model`."""
     args = parse_args(argv)
     estimator, description = resolve_model(
         model if model is not None else args.model
+    )
+    joint, joint_description = resolve_joint_model(
+        joint_model if joint_model is not None else args.joint_model
     )
     rhos = sorted(set(args.rhos))
     start = time.time()
     rows = []
     for d in args.dims:
         row = run_dim(
-            d, rhos, args.pairs, estimator, args.batch_size, args.seed + d
+            d,
+            rhos,
+            args.pairs,
+            estimator,
+            args.batch_size,
+            args.seed + d,
+            joint_model=joint,
         )
         rows.append(row)
         print(
@@ -279,6 +354,7 @@ def main(argv=None, model=None):
         "dims": rows,
         "settings": {
             "model": description,
+            "joint_model": joint_description,
             "dims": list(args.dims),
             "rhos": rhos,
             "pairs": args.pairs,

@@ -35,7 +35,8 @@ def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
     rhos, pairs, dims = (-0.6, 0.3), 2, (2, 3)
     argv = ["--output", str(tmp_path), "--pairs", str(pairs)]
     argv += ["--dims", *map(str, dims), "--rhos", *map(str, rhos)]
-    results = script.main(argv, model=model)
+    joint = mst_recipe.build_model("mutual_information_joint", **TINY)
+    results = script.main(argv, model=model, joint_model=joint)
 
     assert (tmp_path / f"{script.NAME}.png").stat().st_size > 0
     saved = json.loads((tmp_path / f"{script.NAME}.json").read_text())
@@ -60,7 +61,27 @@ def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
             assert np.all(np.isfinite(per_rho[key]))
         expected = np.mean(np.abs(ksg - np.asarray(row["true_mi"])))
         np.testing.assert_allclose(row["summary"]["ksg_mae"], expected)
+        # The joint curve is what the public function returns in its
+        # joint mode.
+        from keras_msets.estimators.pretrained import mutual_information
+
+        x_sets, y_sets, _, _ = script.figure_data(
+            d, sorted(rhos), pairs, script.SEED + d
+        )
+        np.testing.assert_allclose(
+            row["joint_mi"],
+            mutual_information(x_sets, y_sets, model=joint, mode="joint"),
+            rtol=1e-5,
+            atol=1e-6,
+        )
+        assert len(per_rho["joint_abs_error_mean"]) == len(rhos)
     assert "passed in" in saved["settings"]["model"]
+    assert "passed in" in saved["settings"]["joint_model"]
+    assert "joint MAE" in script.markdown_table(saved)
+    # Left out on request, and outside the joint preset's d = 1..8.
+    assert script.resolve_joint_model("none") == (None, None)
+    row = script.run_dim(9, (0.5,), 1, model, 64, seed=1, joint_model=joint)
+    assert "joint_mi" not in row and "joint_mae" not in row["summary"]
     assert results["settings"]["backend"] == saved["settings"]["backend"]
 
 
@@ -81,3 +102,14 @@ def test_model_estimates_are_what_the_public_function_returns(tmp_path):
             rtol=1e-5,
             atol=1e-6,
         )
+
+
+def test_the_default_model_is_the_papers_split_preset():
+    # `mutual_information(model=None)` sends d <= 8 to the joint preset
+    # (ours); the figure names the paper's preset so that it stays the
+    # paper's model at every d.
+    script = _load_script()
+    assert script.resolve_model(None) == (
+        "mst_mutual_information",
+        "preset mst_mutual_information",
+    )
