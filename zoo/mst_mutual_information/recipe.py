@@ -6,7 +6,9 @@ of Gaussians with standard normal marginals and componentwise correlation
 `rho` from 100-150 paired samples, shown as two sets as in the paper (the
 `"split"` mode of `keras_msets.data.mutual_information_sets`), one model
 for every dimension d = 2..20. It is the model behind
-`keras_msets.estimators.pretrained.mutual_information`. Train it with
+`keras_msets.estimators.pretrained.mutual_information` for d = 9..20
+(d = 1..8 go to `mst_mutual_information_joint`, which reads the pairing
+of the rows). Train it with
 
     KERAS_BACKEND=tensorflow python zoo/mst_mutual_information/recipe.py
 
@@ -124,9 +126,13 @@ Gaussian data from samples, in any dimension d = 2..20 with one model.
 import keras_msets
 from keras_msets.estimators import pretrained
 
-mi = pretrained.mutual_information(x, y)  # x, y [n, d]
+mi = pretrained.mutual_information(x, y, model="{NAME}")  # x, y [n, d]
 model = keras_msets.zoo.load("{NAME}")  # the raw model
 ```
+
+`pretrained.mutual_information(x, y)` without `model` uses this preset
+for d = 9..20 and `mst_mutual_information_joint` (ours: the joint
+samples against permuted ones, which uses the pairing) for d = 1..8.
 
 - Input of the estimator: numpy arrays `x` and `y`, `[n, d]` each, row j
   of both one joint sample, at least d + 1 rows (trained on 100-150). Each
