@@ -257,7 +257,9 @@ def plot(results, path):
         axis.set_xlabel("correlation rho")
         axis.set_ylim(bottom=0)
     axes[0][0].set_ylabel("absolute error of MI (nats)")
-    axes[0][-1].legend(fontsize=8)
+    # Every panel its own legend: the joint curve is in d <= 8 only.
+    for axis in axes[0]:
+        axis.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
