@@ -126,7 +126,8 @@ Gaussian data from samples, in any dimension d = 2..20 with one model.
 import keras_msets
 from keras_msets.estimators import pretrained
 
-mi = pretrained.mutual_information(x, y, model="{NAME}")  # x, y [n, d]
+# x, y [n, d]
+mi = pretrained.mutual_information(x, y, model="{NAME}")
 model = keras_msets.zoo.load("{NAME}")  # the raw model
 ```
 
