@@ -309,13 +309,8 @@ def resolve_joint_model(value):
     if value is None:
         if JOINT_PRESET not in zoo.list():
             return None, None
-        return JOINT_PRESET, f"preset {JOINT_PRESET}"
-    if isinstance(value, keras.Model):
-        return value, f"keras.Model {value.name!r} (passed in)"
-    path = Path(value)
-    if path.suffix == ".keras" or path.exists():
-        return resolve_model(value)
-    return str(value), f"preset {value}"
+        value = JOINT_PRESET
+    return resolve_model(value)
 
 
 def main(argv=None, model=None, joint_model=None):

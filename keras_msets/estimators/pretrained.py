@@ -630,8 +630,10 @@ def _mi_by_dimension(x, y, batch_size):
             where = f" (pair {i})" if len(x_sets) > 1 else ""
             raise ValueError(
                 f"`mutual_information` supports d = {low}..{split_high} "
-                "(d = 1..8 through `mst_mutual_information_joint`, larger d "
-                f"through `mst_mutual_information`). Received: d={d}{where}"
+                f"(d <= {joint_high} through "
+                f"`{SPECS['mutual_information_joint'].preset}`, larger d "
+                f"through `{SPECS['mutual_information'].preset}`). "
+                f"Received: d={d}{where}"
             )
     out = np.zeros(len(x_sets))
     chosen = np.array([s.shape[1] <= joint_high for s in x_sets])

@@ -270,14 +270,11 @@ def make_batch(task, batch_size, dim, seed, set_size=None, source=None):
         generate = mixtures.kl_divergence_pairs
         spec = pretrained.SPECS["kl_divergence"]
         kwargs = {"whiten": False}
-    elif task == "mutual_information":
+    elif task in ("mutual_information", "mutual_information_joint"):
         generate = mixtures.mutual_information_sets
-        spec = pretrained.SPECS["mutual_information"]
-        kwargs = {"mode": "split"}
-    elif task == "mutual_information_joint":
-        generate = mixtures.mutual_information_sets
-        spec = pretrained.SPECS["mutual_information_joint"]
-        kwargs = {"mode": "joint_vs_product"}
+        spec = pretrained.SPECS[task]
+        joint = task == "mutual_information_joint"
+        kwargs = {"mode": "joint_vs_product" if joint else "split"}
     else:
         generate = mixtures.two_sample_pairs
         spec = pretrained.SPECS["same_distribution_probability"]

@@ -347,10 +347,9 @@ def test_default_mutual_information_routes_each_pair_by_d(
         mutual_information(xs[3], ys[3], model=split, mode="split"),
         rtol=1e-6,
     )
-    for d in (21,):
-        x = rng.normal(size=(110, d))
-        with pytest.raises(ValueError, match=r"d = 1\.\.20.*d=21"):
-            mutual_information(x, x)
+    x = rng.normal(size=(110, 21))
+    with pytest.raises(ValueError, match=r"d = 1\.\.20.*d=21"):
+        mutual_information(x, x)
     with pytest.raises(ValueError, match=r"d = 1\.\.8.*d=9"):
         mutual_information(xs[2], ys[2], mode="joint")
     with pytest.raises(ValueError, match=r"d = 2\.\.20.*d=1"):

@@ -89,6 +89,13 @@ def test_mutual_information_preset_matches_its_card_and_beats_ksg():
         )
 
 
+def _correlated_pairs(rng, rho, d, count=8, n=130):
+    """`count` pairs of `n` rows, `y = rho x + sqrt(1 - rho^2) e`."""
+    xs = [rng.normal(size=(n, d)) for _ in range(count)]
+    ys = [rho * x + np.sqrt(1 - rho**2) * rng.normal(size=x.shape) for x in xs]
+    return xs, ys
+
+
 def test_mutual_information_grows_with_the_correlation():
     # d = 10, x ~ N(0, I), y = rho x + sqrt(1 - rho^2) e: the true MI is
     # -5 log(1 - rho^2) = 0, 1.12 and 8.30 nats. The estimator loads the
@@ -102,10 +109,7 @@ def test_mutual_information_grows_with_the_correlation():
     rng = np.random.default_rng(3)
     means = []
     for rho in (0.0, 0.45, 0.9):
-        xs = [rng.normal(size=(130, 10)) for _ in range(8)]
-        ys = [
-            rho * x + np.sqrt(1 - rho**2) * rng.normal(size=x.shape) for x in xs
-        ]
+        xs, ys = _correlated_pairs(rng, rho, 10)
         estimates = keras_msets.estimators.mutual_information(xs, ys)
         assert estimates.shape == (8,) and np.all(estimates >= 0)
         means.append(float(np.mean(estimates)))
@@ -143,10 +147,7 @@ def test_default_mutual_information_at_d_2_follows_the_correlation():
     rng = np.random.default_rng(4)
     means = []
     for rho in (0.0, 0.5, 0.9):
-        xs = [rng.normal(size=(130, 2)) for _ in range(8)]
-        ys = [
-            rho * x + np.sqrt(1 - rho**2) * rng.normal(size=x.shape) for x in xs
-        ]
+        xs, ys = _correlated_pairs(rng, rho, 2)
         estimates = keras_msets.estimators.mutual_information(xs, ys)
         joint = keras_msets.estimators.mutual_information(
             xs, ys, model="mst_mutual_information_joint"

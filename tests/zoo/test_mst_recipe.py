@@ -706,15 +706,8 @@ def test_joint_mi_recipe_starts_from_the_kl_preset(tmp_path):
     # A tiny run from random weights writes a preset the estimator reads
     # in the joint mode (its card records no KL start).
     folder = tmp_path / recipe.NAME
-    recipe.train(
-        output_dir=folder,
-        steps=2,
-        batch_size=4,
-        verbose=0,
-        test_size=4,
-        model_kwargs=TINY,
-        init_from=None,
-    )
+    tiny = dict(batch_size=4, verbose=0, test_size=4, model_kwargs=TINY)
+    recipe.train(output_dir=folder, steps=2, init_from=None, **tiny)
     info = json.loads((folder / registry.METADATA_FILE).read_text())
     assert info["task"] == "mutual_information_joint"
     assert info["preprocessing"] == "whiten_third_moment"
