@@ -29,7 +29,9 @@ distributions whose answer is known. Its dimension-equivariant version
 as plain functions of numpy arrays:
 
 - `kl_divergence(x, y)`: `KL(P || Q)` in nats, from `x ~ P` `[n, d]`
-  and `y ~ Q` `[m, d]` (preset `mst_kl_divergence`, d = 2..16);
+  and `y ~ Q` `[m, d]`: for d = 1..3 preset `mst_kl_divergence_low_d`
+  (fine-tuned on d = 1..3, as the paper trains one model per range of
+  d), for d = 4..16 preset `mst_kl_divergence` (one model for 2..16);
 - `mutual_information(x, y)`: `I(X; Y)` in nats, row `j` of `x` and row
   `j` of `y` being one joint sample, trained on correlated Gaussians:
   for d = 1..8 preset `mst_mutual_information_joint` (ours: the joint

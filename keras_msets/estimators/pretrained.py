@@ -4,8 +4,9 @@ Selby et al. (2022, Sec. 5.1 and 5.2.3) train multi-set models to read two
 sets of samples and output the KL divergence between the distributions
 behind them, the mutual information of paired samples, or whether both
 sets come from one distribution. This module wraps the zoo presets that
-do this (`mst_kl_divergence`, `mst_mutual_information`, `mst_two_sample`)
-as functions of numpy arrays:
+do this (`mst_kl_divergence` and, for d = 1..3, `mst_kl_divergence_low_d`;
+`mst_mutual_information` and `mst_mutual_information_joint`;
+`mst_two_sample`) as functions of numpy arrays:
 
 ```python
 kl = keras_msets.estimators.kl_divergence(x, y)  # x [n, d], y [m, d]
@@ -115,6 +116,13 @@ SPECS = {
         preprocessing="whiten",
         paired=False,
     ),
+    "kl_divergence_low_d": EstimatorSpec(
+        preset="mst_kl_divergence_low_d",
+        dims=(1, 3),
+        set_size=(100, 150),
+        preprocessing="whiten",
+        paired=False,
+    ),
     "mutual_information": EstimatorSpec(
         preset="mst_mutual_information",
         dims=(2, 20),
@@ -137,6 +145,20 @@ SPECS = {
         preprocessing="whiten",
         paired=False,
         symmetric=True,
+    ),
+}
+
+
+# The default presets by dimension (`model=None`): for each estimator, its
+# `SPECS` keys from low d to high with the highest d each one serves; a
+# key serves from the d after the previous key's highest (the first key
+# from its own lowest). Each boundary is where the presets' cards, which
+# measure both on the same test pairs, say the next one becomes better.
+DEFAULT_ROUTES = {
+    "kl_divergence": (("kl_divergence_low_d", 3), ("kl_divergence", 16)),
+    "mutual_information": (
+        ("mutual_information_joint", 8),
+        ("mutual_information", 20),
     ),
 }
 
@@ -559,20 +581,24 @@ def _estimate(estimator, x, y, model, batch_size, clip=True):
 def kl_divergence(x, y, model=None, batch_size=64):
     """Estimates `KL(P || Q)` from samples `x ~ P` and `y ~ Q`.
 
-    A dimension-equivariant Multi-Set Transformer (Selby et al., Sec. 3.5
-    and 5.1.1, Table 1) trained on pairs of random Gaussian mixtures in
-    d = 2..16 (preset `mst_kl_divergence`) reads both sets after
-    `whiten_pairs` (eq. 15 plus a canonical rotation), so the estimate is
-    unchanged by any invertible affine map applied to both sets.
+    Dimension-equivariant Multi-Set Transformers (Selby et al., Sec. 3.5
+    and 5.1.1, Table 1) trained on pairs of random Gaussian mixtures read
+    both sets after `whiten_pairs` (eq. 15 plus a canonical rotation), so
+    the estimate is unchanged by any invertible affine map applied to both
+    sets. The default (`model=None`) sends each pair by its `d`, as the
+    paper trains one model per dimension range (App. B): d = 1..3 to
+    `mst_kl_divergence_low_d` (fine-tuned on d = 1..3), d = 4..16 to
+    `mst_kl_divergence` (one model for d = 2..16).
 
     Args:
         x: samples of `P`: an array `[n, d]`, or a batch of sets (an
             array `[batch, n, d]` or a list of `[n_i, d]` arrays).
         y: samples of `Q`, `[m, d]` (or a batch like `x`), the same `d`
             as its `x`.
-        model: None (load the `mst_kl_divergence` preset, once), another
-            preset name, or a `keras.Model` taking `{"sets": [x, y],
-            "masks": [x_mask, y_mask]}`.
+        model: None (the presets above, each loaded once), a preset name
+            (`"mst_kl_divergence"` for d = 2..16,
+            `"mst_kl_divergence_low_d"` for d = 1..3), or a `keras.Model`
+            taking `{"sets": [x, y], "masks": [x_mask, y_mask]}`.
         batch_size: pairs per model call.
 
     Returns:
@@ -581,9 +607,9 @@ def kl_divergence(x, y, model=None, batch_size=64):
 
     Raises:
         ValueError: wrong rank, NaN or inf, different `d` in `x` and `y`,
-            a `d` outside the preset's 2..16, or a set with fewer than
-            `d + 1` points. Sets outside the trained 100-150 points give
-            a warning.
+            a `d` outside the presets' 1..16 (or outside the named
+            preset's range), or a set with fewer than `d + 1` points.
+            Sets outside the trained 100-150 points give a warning.
 
     Example:
     >>> rng = np.random.default_rng(0)
@@ -591,7 +617,12 @@ def kl_divergence(x, y, model=None, batch_size=64):
     >>> y = rng.normal(loc=1.0, size=(130, 2))
     >>> keras_msets.estimators.kl_divergence(x, y)  # exact value: 1.0
     """
-    return _estimate("kl_divergence", x, y, model, batch_size)
+    if model is None:
+        return _by_dimension("kl_divergence", x, y, batch_size)
+    estimator = "kl_divergence"
+    if isinstance(model, str) and model == SPECS["kl_divergence_low_d"].preset:
+        estimator = "kl_divergence_low_d"
+    return _estimate(estimator, x, y, model, batch_size)
 
 
 MI_MODES = ("split", "joint")
@@ -614,36 +645,41 @@ def _mi_estimator(model, mode):
     return "mutual_information"
 
 
-def _mi_by_dimension(x, y, batch_size):
-    """The default: each pair to the preset that is better at its `d`."""
+def _by_dimension(estimator, x, y, batch_size):
+    """The default: each pair to the preset that serves its `d`
+    (`DEFAULT_ROUTES[estimator]`)."""
+    routes = DEFAULT_ROUTES[estimator]
     x_sets, x_single = _as_sets(x, "x")
     y_sets, y_single = _as_sets(y, "y")
     if x_single != y_single or len(x_sets) != len(y_sets):
         # The usual errors.
-        return _estimate("mutual_information", x, y, None, batch_size)
-    joint_high = SPECS["mutual_information_joint"].dims[1]
-    split_low, split_high = SPECS["mutual_information"].dims
-    low = min(SPECS["mutual_information_joint"].dims[0], split_low)
+        return _estimate(routes[-1][0], x, y, None, batch_size)
+    low, high = SPECS[routes[0][0]].dims[0], routes[-1][1]
+    served, previous = [], low - 1
+    for key, top in routes:
+        span = f"d = {previous + 1}" + (
+            "" if top == previous + 1 else f"..{top}"
+        )
+        served.append(f"{span} through `{SPECS[key].preset}`")
+        previous = top
     for i, values in enumerate(x_sets):
         d = values.shape[1]
-        if not low <= d <= split_high:
+        if not low <= d <= high:
             where = f" (pair {i})" if len(x_sets) > 1 else ""
             raise ValueError(
-                f"`mutual_information` supports d = {low}..{split_high} "
-                f"(d <= {joint_high} through "
-                f"`{SPECS['mutual_information_joint'].preset}`, larger d "
-                f"through `{SPECS['mutual_information'].preset}`). "
-                f"Received: d={d}{where}"
+                f"`{estimator}` supports d = {low}..{high} ("
+                + ", ".join(served)
+                + f"). Received: d={d}{where}"
             )
     out = np.zeros(len(x_sets))
-    chosen = np.array([s.shape[1] <= joint_high for s in x_sets])
-    for estimator, part in (
-        ("mutual_information_joint", np.nonzero(chosen)[0]),
-        ("mutual_information", np.nonzero(~chosen)[0]),
-    ):
+    dims = np.array([s.shape[1] for s in x_sets])
+    previous = low - 1
+    for key, top in routes:
+        (part,) = np.nonzero((dims > previous) & (dims <= top))
+        previous = top
         if len(part):
             out[part] = _estimate(
-                estimator,
+                key,
                 [x_sets[i] for i in part],
                 [y_sets[i] for i in part],
                 None,
@@ -706,7 +742,7 @@ def mutual_information(x, y, model=None, batch_size=64, mode=None):
             f"`mode` must be None or one of {MI_MODES}. Received: mode={mode!r}"
         )
     if model is None and mode is None:
-        return _mi_by_dimension(x, y, batch_size)
+        return _by_dimension("mutual_information", x, y, batch_size)
     return _estimate(_mi_estimator(model, mode), x, y, model, batch_size)
 
 

@@ -292,7 +292,7 @@ def test_default_loads_the_preset_once(tmp_path, monkeypatch, equivariant):
     )
     monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
     rng = np.random.default_rng(7)
-    x, y = _pair(rng, d=3)
+    x, y = _pair(rng, d=5)
     assert pretrained.load_estimator("mst_kl_divergence") is (
         pretrained.load_estimator("mst_kl_divergence")
     )
@@ -304,7 +304,53 @@ def test_default_loads_the_preset_once(tmp_path, monkeypatch, equivariant):
     # The preset supports d = 2..16 only, even though the model takes any d.
     for d in (1, 17):
         with pytest.raises(ValueError, match=r"d = 2\.\.16.*d=" + str(d)):
-            kl_divergence(*_pair(rng, d=d))
+            kl_divergence(*_pair(rng, d=d), model="mst_kl_divergence")
+    # The default knows d = 1..16 through its two presets.
+    with pytest.raises(ValueError, match=r"d = 1\.\.16 \(d = 1\.\.3 .*d=17"):
+        kl_divergence(*_pair(rng, d=17))
+
+
+def test_default_kl_divergence_routes_each_pair_by_d(
+    tmp_path, monkeypatch, equivariant
+):
+    # Two different tiny models stand in for the two presets; each pair
+    # must get the answer of the preset that serves its d.
+    low_d = build_multiset_model("dimension_equivariant", **TINY)
+    low_d([np.zeros((1, 4, 3), "float32")] * 2)
+    # The same weights with the output bias raised by 3: every answer of
+    # `low_d` is the other's plus 3 before clipping at 0.
+    weights = equivariant.get_weights()
+    low_d.set_weights([*weights[:-1], weights[-1] + 3.0])
+    for name, model in (
+        ("mst_kl_divergence", equivariant),
+        ("mst_kl_divergence_low_d", low_d),
+    ):
+        registry.save_preset(
+            model, tmp_path / name, data="none", metrics={}, card="test"
+        )
+    monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
+    rng = np.random.default_rng(14)
+    dims = (1, 4, 3, 2, 16)
+    pairs = [_pair(rng, d=d) for d in dims]
+    got = kl_divergence([x for x, _ in pairs], [y for _, y in pairs])
+    expected = [
+        kl_divergence(x, y, model=low_d if d <= 3 else equivariant)
+        for (x, y), d in zip(pairs, dims, strict=True)
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    # The two models differ, so the routing is seen.
+    for (x, y), d, answer in zip(pairs, dims, expected, strict=True):
+        other = kl_divergence(x, y, model=equivariant if d <= 3 else low_d)
+        assert abs(other - answer) > 1.0, (d, other, answer)
+    assert isinstance(kl_divergence(*pairs[0]), float)
+    # The low-d preset by name: its own range, d = 1..3.
+    np.testing.assert_allclose(
+        kl_divergence(*pairs[3], model="mst_kl_divergence_low_d"),
+        expected[3],
+        rtol=1e-6,
+    )
+    with pytest.raises(ValueError, match=r"d = 1\.\.3.*d=4"):
+        kl_divergence(*pairs[1], model="mst_kl_divergence_low_d")
 
 
 def test_default_mutual_information_routes_each_pair_by_d(

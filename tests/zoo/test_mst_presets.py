@@ -156,3 +156,42 @@ def test_default_mutual_information_at_d_2_follows_the_correlation():
         means.append(float(np.mean(estimates)))
     assert means[0] < 0.15 and means[0] < means[1] < means[2], means
     assert abs(means[1] - 0.288) < 0.15 and abs(means[2] - 1.661) < 0.3, means
+
+
+def test_low_d_kl_preset_matches_its_card_and_beats_the_general_one():
+    name = "mst_kl_divergence_low_d"
+    card = zoo.info(name)["metrics"]
+    dims = (1, 2)
+    low_d = mst_recipe.evaluate_kl_divergence(
+        zoo.load(name), dims=dims, num=200, seed=SEED
+    )
+    general = mst_recipe.evaluate_kl_divergence(
+        zoo.load("mst_kl_divergence"), dims=dims, num=200, seed=SEED
+    )
+    for d in dims:
+        ours = low_d[f"mae_d{d}"]
+        assert ours < 0.9 * low_d[f"median_mae_d{d}"], (d, low_d)
+        assert ours < 0.7 * low_d[f"knn_mae_d{d}"], (d, low_d)
+        assert abs(ours - card[f"mae_d{d}"]) <= 0.3 * card[f"mae_d{d}"], (
+            d,
+            low_d,
+            card,
+        )
+        # The same pairs: fine-tuning on d = 1..3 is what makes it better.
+        assert ours < general[f"mae_d{d}"], (d, low_d, general)
+
+
+def test_default_kl_divergence_uses_the_low_d_preset_up_to_d_3():
+    rng = np.random.default_rng(5)
+    for d, name in (
+        (1, "mst_kl_divergence_low_d"),
+        (3, "mst_kl_divergence_low_d"),
+        (4, "mst_kl_divergence"),
+    ):
+        xs = [rng.normal(size=(120, d)) for _ in range(4)]
+        ys = [rng.normal(loc=0.5, size=(130, d)) for _ in range(4)]
+        np.testing.assert_allclose(
+            keras_msets.estimators.kl_divergence(xs, ys),
+            keras_msets.estimators.kl_divergence(xs, ys, model=name),
+            rtol=1e-6,
+        )

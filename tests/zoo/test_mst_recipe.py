@@ -24,6 +24,7 @@ from keras_msets.zoo import registry
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = (
     "mst_kl_divergence",
+    "mst_kl_divergence_low_d",
     "mst_mutual_information",
     "mst_mutual_information_joint",
     "mst_two_sample",
@@ -514,6 +515,7 @@ def _fake_metrics(recipe):
         metrics[f"median_mae_d{d}"] = 0.9 if d == 16 else 1.5
         if d >= 2:
             metrics[f"split_mae_d{d}"] = 0.8
+        metrics[f"general_mae_d{d}"] = 0.5 if d == 3 else 1.2
     for d in getattr(recipe, "GAUSSIAN_DIMS", ()):
         metrics.update(
             {f"gaussian_mae_d{d}": 0.7, f"gaussian_knn_mae_d{d}": 0.2}
@@ -544,6 +546,14 @@ def test_model_cards(name):
             "| 16 | 1.0000",
             "at d = 16 it is no better than the best constant",
             "| 8 | 0.00 | 1.00 | 2.00 | 4.00 | 0.700 | 0.200 |",
+        ],
+        "mst_kl_divergence_low_d": [
+            "| 1 | 1.0000 | 1.2000 | 2.0000 | - | 1.5000 | 3.000 |",
+            "| 2 | 1.0000 | 1.2000 | 2.0000 | 0.0726 | 1.5000 | 3.000 |",
+            "below k-NN at every tested d; it is NOT below the general "
+            "preset at d = 3.",
+            "| 2 | 0.00 | 1.00 | 2.00 | 4.00 | 0.700 | 0.200 |",
+            "starts from the weights of `mst_kl_divergence`",
         ],
         "mst_mutual_information": [
             "Fig. 2",
@@ -713,6 +723,38 @@ def test_joint_mi_recipe_starts_from_the_kl_preset(tmp_path):
     assert info["preprocessing"] == "whiten_third_moment"
     assert info["dims"] == list(range(1, 9))
     assert "starts from random weights" in (folder / "README.md").read_text()
+
+
+def test_low_d_kl_recipe_starts_from_the_general_preset(tmp_path):
+    recipe = _load_recipe("mst_kl_divergence_low_d")
+    model = recipe.build_model()
+    model.build([(None, None, None)] * 2)
+    assert recipe._start_from_general_preset(model) == {
+        "pretrain_from": "mst_kl_divergence"
+    }
+    general = zoo.load("mst_kl_divergence")
+    for mine, theirs in zip(
+        model.get_weights(), general.get_weights(), strict=True
+    ):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="init_from"):
+        recipe.train(output_dir=tmp_path, steps=1, init_from="mst_two_sample")
+    # A tiny run from random weights, then one that continues it: the
+    # second keeps the first's weights (no copy of the general preset) and
+    # lists both runs.
+    tiny = dict(batch_size=4, verbose=0, test_size=4, model_kwargs=TINY)
+    first, second = tmp_path / "run1", tmp_path / "run2"
+    recipe.train(output_dir=first, steps=3, init_from=None, **tiny)
+    info = json.loads((first / registry.METADATA_FILE).read_text())
+    assert info["task"] == "kl_divergence" and info["dims"] == [1, 2, 3]
+    assert info["preprocessing"] == "whiten"
+    metrics = recipe.train(
+        output_dir=second, steps=3, continue_from=first, **tiny
+    )
+    assert "pretrain_from" not in metrics
+    assert len(metrics["earlier_fits"]) == 1
+    card = (second / "README.md").read_text()
+    assert "--continue-from run1 --output-dir run2" in card
 
 
 @pytest.mark.parametrize(
