@@ -5,7 +5,9 @@ Sec. 3.5 and 5.1.1, Table 1 "Multi-Set-Transformer-Equi") trained to
 estimate the KL divergence between the random Gaussian mixtures behind two
 sets of 100-150 samples, one model for every dimension d = 2..16 (the
 paper trains one model per dimension range). It is the model behind
-`keras_msets.estimators.pretrained.kl_divergence`. Train it with
+`keras_msets.estimators.pretrained.kl_divergence` for d = 4..16 (d = 1..3
+go to `mst_kl_divergence_low_d`, this model fine-tuned on d = 1..3).
+Train it with
 
     KERAS_BACKEND=tensorflow python zoo/mst_kl_divergence/recipe.py
 
@@ -144,10 +146,14 @@ d = 2..16 with one model.
 import keras_msets
 from keras_msets.estimators import pretrained
 
-kl = pretrained.kl_divergence(x, y)  # x [n, d], y [m, d]
+kl = pretrained.kl_divergence(x, y, model="{NAME}")
 kls = pretrained.kl_divergence(xs, ys)  # batches of pairs
 model = keras_msets.zoo.load("{NAME}")  # the raw model
 ```
+
+`pretrained.kl_divergence(x, y)` without `model` uses this preset for
+d = 4..16 and `mst_kl_divergence_low_d` (this model fine-tuned on
+d = 1..3, as the paper trains one model per range of d) for d = 1..3.
 
 - Input of the estimator: numpy arrays, `x` `[n, d]` (samples of P) and
   `y` `[m, d]` (samples of Q), at least d + 1 points each, trained on

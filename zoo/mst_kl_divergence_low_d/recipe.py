@@ -199,7 +199,7 @@ import keras_msets
 from keras_msets.estimators import pretrained
 
 kl = pretrained.kl_divergence(x, y)  # x [n, d], y [m, d]; d <= 3 uses this
-kl = pretrained.kl_divergence(x, y, model="{NAME}")  # this one always
+kl = pretrained.kl_divergence(x, y, model="{NAME}")
 model = keras_msets.zoo.load("{NAME}")  # the raw model
 ```
 
