@@ -220,10 +220,59 @@ def test_joint_mutual_information_reads_joint_against_product(equivariant):
     # Up to float32 rounding: the estimator pads the sets to 128 rows.
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(
-        mutual_information(x, y, model=equivariant, mode="joint"),
+        mutual_information(
+            x, y, model=equivariant, mode="joint", permutations=1
+        ),
         max(got, 0.0),
         rtol=1e-12,
     )
+    # By default the answer is the mean of the readings with the
+    # permutations of seeds 0..7 (seed 0: the reading above).
+    readings = []
+    for k in range(pretrained.JOINT_PERMUTATIONS):
+        joint_k, product_k = pretrained.joint_and_product_sets([x], [y], seed=k)
+        wj_k, wp_k = pretrained.whiten_pairs(
+            joint_k[0][None], product_k[0][None], sign="third_moment"
+        )
+        readings.append(
+            pretrained.predict_prepared(
+                equivariant,
+                wj_k.astype("float32"),
+                wp_k.astype("float32"),
+                ones,
+                ones,
+            )[0]
+        )
+    assert pretrained.JOINT_PERMUTATIONS == 8
+    np.testing.assert_allclose(readings[0], expected, rtol=1e-6)
+    assert np.std(readings) > 1e-4  # the permutations differ
+    averaged = pretrained._estimate(
+        "mutual_information_joint",
+        x,
+        y,
+        equivariant,
+        64,
+        clip=False,
+        permutations=8,
+    )
+    np.testing.assert_allclose(
+        averaged, np.mean(readings), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        mutual_information(x, y, model=equivariant, mode="joint"),
+        max(averaged, 0.0),
+        rtol=1e-12,
+    )
+    # The readings of a pair do not depend on the rest of its batch.
+    batch = mutual_information(
+        [x, x[:100], y], [y, y[:100], x], model=equivariant, mode="joint"
+    )
+    np.testing.assert_allclose(batch[0], max(averaged, 0.0), rtol=1e-5)
+    for bad in (0, 1.5, True, "8"):
+        with pytest.raises(ValueError, match="`permutations` must be a pos"):
+            mutual_information(
+                x, y, model=equivariant, mode="joint", permutations=bad
+            )
     # Invariant under an invertible affine map of x and one of y.
     a, b = _random_affine(rng, 2)
     c, e = _random_affine(rng, 2)
@@ -317,10 +366,10 @@ def test_default_kl_divergence_routes_each_pair_by_d(
     # must get the answer of the preset that serves its d.
     low_d = build_multiset_model("dimension_equivariant", **TINY)
     low_d([np.zeros((1, 4, 3), "float32")] * 2)
-    # The same weights with the output bias raised by 3: every answer of
-    # `low_d` is the other's plus 3 before clipping at 0.
+    # The same weights with the output bias raised by 10: every answer of
+    # `low_d` is the other's plus 10 before clipping at 0.
     weights = equivariant.get_weights()
-    low_d.set_weights([*weights[:-1], weights[-1] + 3.0])
+    low_d.set_weights([*weights[:-1], weights[-1] + 10.0])
     for name, model in (
         ("mst_kl_divergence", equivariant),
         ("mst_kl_divergence_low_d", low_d),
