@@ -122,11 +122,22 @@ def _stats(values, groups):
     return mean, std
 
 
-def run_dim(d, rhos, pairs, model, batch_size, seed, joint_model=None):
+def run_dim(
+    d,
+    rhos,
+    pairs,
+    model,
+    batch_size,
+    seed,
+    joint_model=None,
+    joint_permutations=None,
+):
     """Estimates and errors of the estimators in dimension `d`.
 
     `joint_model` (what `mutual_information(model=..., mode="joint")`
-    takes, or None) adds the joint curve where `d` is in `JOINT_DIMS`.
+    takes, or None) adds the joint curve where `d` is in `JOINT_DIMS`,
+    each answer the mean over `joint_permutations` permutations (None:
+    the estimator's default, `pretrained.JOINT_PERMUTATIONS`).
     """
     x_sets, y_sets, rho, (x, y, mask) = figure_data(d, rhos, pairs, seed)
     truth = closed_form(rho, d)
@@ -176,6 +187,7 @@ def run_dim(d, rhos, pairs, model, batch_size, seed, joint_model=None):
             model=joint_model,
             mode="joint",
             batch_size=batch_size,
+            permutations=joint_permutations,
         )
         joint_error = joint - truth
         mean, std = _stats(np.abs(joint_error), rho)
@@ -196,7 +208,8 @@ def markdown_table(results):
         "",
         f"`{s['command']}` — backend {s['backend']}, {s['date']}, "
         f"{s['machine']}, {s['wall_seconds']:.0f} s. Model: {s['model']}; "
-        f"joint: {s.get('joint_model')}.",
+        f"joint: {s.get('joint_model')} (mean of "
+        f"{s.get('joint_permutations', 1)} permutations).",
         f"{len(s['rhos'])} values of rho in [{min(s['rhos'])}, "
         f"{max(s['rhos'])}], {s['pairs']} fresh pairs each, "
         f"{SET_SIZE[0]}-{SET_SIZE[1]} paired points; mean absolute error "
@@ -278,6 +291,13 @@ def parse_args(argv):
         help=f"a .keras file, a preset name or 'none' (default: the "
         f"{JOINT_PRESET} preset where the zoo has it)",
     )
+    parser.add_argument(
+        "--joint-permutations",
+        type=int,
+        default=pretrained.JOINT_PERMUTATIONS,
+        help="permutations the joint curve averages over (default: the "
+        f"estimator's, {pretrained.JOINT_PERMUTATIONS})",
+    )
     parser.add_argument("--pairs", type=int, default=PAIRS)
     parser.add_argument("--dims", type=int, nargs="+", default=list(DIMS))
     parser.add_argument("--rhos", type=float, nargs="+", default=list(RHOS))
@@ -294,6 +314,11 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error(f"--pairs must be positive. Received: {args.pairs}")
+    if args.joint_permutations < 1:
+        parser.error(
+            "--joint-permutations must be positive. Received: "
+            f"{args.joint_permutations}"
+        )
     if any(not -1 < r < 1 for r in args.rhos):
         parser.error(f"--rhos must lie in (-1, 1). Received: {args.rhos}")
     return args
@@ -335,6 +360,7 @@ def main(argv=None, model=None, joint_model=None):
             args.batch_size,
             args.seed + d,
             joint_model=joint,
+            joint_permutations=args.joint_permutations,
         )
         rows.append(row)
         print(
@@ -352,6 +378,7 @@ def main(argv=None, model=None, joint_model=None):
         "settings": {
             "model": description,
             "joint_model": joint_description,
+            "joint_permutations": args.joint_permutations,
             "dims": list(args.dims),
             "rhos": rhos,
             "pairs": args.pairs,

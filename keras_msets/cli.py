@@ -2,7 +2,7 @@
 
 keras-msets zoo list
 keras-msets zoo info NAME
-keras-msets zoo evaluate NAME
+keras-msets zoo evaluate NAME [--update-card]
 keras-msets zoo train NAME [--output-dir DIR] [--epochs N]
 """
 
@@ -34,8 +34,8 @@ def _zoo_info(args):
 def _zoo_evaluate(args):
     from keras_msets import zoo
 
-    metrics = zoo.evaluate(args.name, verbose=1)
     stored = zoo.info(args.name)["metrics"]
+    metrics = zoo.evaluate(args.name, verbose=1, update_card=args.update_card)
     print(json.dumps({"measured": metrics}, indent=2))
     for key, value in metrics.items():
         if isinstance(value, float) and key in stored:
@@ -78,6 +78,13 @@ def build_parser():
         sub = zoo_commands.add_parser(command, help=text)
         sub.add_argument("name")
         sub.set_defaults(func=func)
+        if command == "evaluate":
+            sub.add_argument(
+                "--update-card",
+                action="store_true",
+                help="write the measured metrics into the preset's "
+                "metadata and card (weights untouched)",
+            )
         if command == "train":
             sub.add_argument("--output-dir", default=None)
             sub.add_argument("--epochs", type=int, default=None)

@@ -1194,6 +1194,7 @@ def evaluate_mutual_information(
     verbose=0,
     task="mutual_information",
     split_model=None,
+    estimator_permutations=None,
 ):
     """MI mean absolute error per dimension, beside the KSG estimator.
 
@@ -1207,8 +1208,20 @@ def evaluate_mutual_information(
     the median test label, as in `evaluate_kl_divergence`), and with
     `split_model` (a model of the `"mutual_information"` task, e.g. the
     `mst_mutual_information` preset) `split_mae_d{d}`, its error on the
-    same pairs (for d >= 2, the dimensions it takes).
+    same pairs (for d >= 2, the dimensions it takes). With
+    `estimator_permutations` (the joint task only), `estimator_mae_d{d}`:
+    the error of `keras_msets.estimators.mutual_information(...,
+    mode="joint", permutations=estimator_permutations)` with `model` on the
+    same joint samples (the mean over that many permutations, where
+    `mae_d{d}` reads the generator's one).
     """
+    if estimator_permutations is not None and task != (
+        "mutual_information_joint"
+    ):
+        raise ValueError(
+            "`estimator_permutations` is for the joint task only. Received: "
+            f"task={task!r}, estimator_permutations={estimator_permutations!r}"
+        )
     if task not in ("mutual_information", "mutual_information_joint"):
         raise ValueError(
             "`task` must be 'mutual_information' or "
@@ -1233,6 +1246,19 @@ def evaluate_mutual_information(
             _, split_inputs, _ = test_set("mutual_information", num, d, seed)
             split = _predict_sets(split_model, split_inputs, batch_size)
             metrics[f"split_mae_d{d}"] = float(np.mean(np.abs(split - truth)))
+        if estimator_permutations is not None:
+            rows = [m.astype(bool) for m in mask]
+            answers = pretrained.mutual_information(
+                [xs[keep] for xs, keep in zip(x, rows, strict=True)],
+                [ys[keep] for ys, keep in zip(y, rows, strict=True)],
+                model=model,
+                mode="joint",
+                batch_size=batch_size,
+                permutations=estimator_permutations,
+            )
+            metrics[f"estimator_mae_d{d}"] = float(
+                np.mean(np.abs(answers - truth))
+            )
     _print(metrics, verbose)
     return metrics
 

@@ -145,9 +145,40 @@ def load_recipe(name):
     return load_script(path, name=f"keras_msets_recipe_{name}")
 
 
-def evaluate(name, verbose=1):
-    """Re-measure the card's metrics of preset `name` on fresh test data."""
-    return load_recipe(name).evaluate(load(name), verbose=verbose)
+def evaluate(name, verbose=1, update_card=False):
+    """Re-measure the card's metrics of preset `name` on its test data.
+
+    With `update_card=True` the measured metrics replace the stored ones
+    of the same name in `metadata.json` (the training records, such as
+    `fit`, stay) and the recipe's `model_card(model, metrics)` writes the
+    card again: for a card whose evaluation gained a column after
+    training. The weights are not touched.
+    """
+    import inspect
+
+    recipe = load_recipe(name)
+    model = load(name)
+    if update_card:
+        card = getattr(recipe, "model_card", None)
+        if card is None or len(inspect.signature(card).parameters) != 2:
+            raise ValueError(
+                f"`update_card` needs a recipe with `model_card(model, "
+                f"metrics)`; the recipe of {name!r} has none. Received: "
+                f"name={name!r}"
+            )
+    metrics = recipe.evaluate(model, verbose=verbose)
+    if update_card:
+        folder = preset_dir(name)
+        with open(folder / METADATA_FILE) as f:
+            metadata = json.load(f)
+        metadata["metrics"].update(metrics)
+        with open(folder / METADATA_FILE, "w") as f:
+            json.dump(metadata, f, indent=2)
+            f.write("\n")
+        (folder / CARD_FILE).write_text(
+            recipe.model_card(model, metadata["metrics"])
+        )
+    return metrics
 
 
 def train(name, output_dir=None, **kwargs):

@@ -35,6 +35,7 @@ def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
     rhos, pairs, dims = (-0.6, 0.3), 2, (2, 3)
     argv = ["--output", str(tmp_path), "--pairs", str(pairs)]
     argv += ["--dims", *map(str, dims), "--rhos", *map(str, rhos)]
+    argv += ["--joint-permutations", "2"]
     joint = mst_recipe.build_model("mutual_information_joint", **TINY)
     results = script.main(argv, model=model, joint_model=joint)
 
@@ -62,7 +63,7 @@ def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
         expected = np.mean(np.abs(ksg - np.asarray(row["true_mi"])))
         np.testing.assert_allclose(row["summary"]["ksg_mae"], expected)
         # The joint curve is what the public function returns in its
-        # joint mode.
+        # joint mode, averaged over the permutations asked for.
         from keras_msets.estimators.pretrained import mutual_information
 
         x_sets, y_sets, _, _ = script.figure_data(
@@ -70,13 +71,17 @@ def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
         )
         np.testing.assert_allclose(
             row["joint_mi"],
-            mutual_information(x_sets, y_sets, model=joint, mode="joint"),
+            mutual_information(
+                x_sets, y_sets, model=joint, mode="joint", permutations=2
+            ),
             rtol=1e-5,
             atol=1e-6,
         )
         assert len(per_rho["joint_abs_error_mean"]) == len(rhos)
     assert "passed in" in saved["settings"]["model"]
     assert "passed in" in saved["settings"]["joint_model"]
+    assert saved["settings"]["joint_permutations"] == 2
+    assert "mean of 2 permutations" in script.markdown_table(saved)
     assert "joint MAE" in script.markdown_table(saved)
     # Left out on request, and outside the joint preset's d = 1..8.
     assert script.resolve_joint_model("none") == (None, None)

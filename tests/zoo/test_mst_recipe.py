@@ -7,6 +7,7 @@ called directly, and one recipe end to end into a temporary zoo folder.
 """
 
 import json
+import shutil
 from pathlib import Path
 
 import keras
@@ -14,9 +15,11 @@ import numpy as np
 import pytest
 
 from keras_msets import zoo
+from keras_msets.cli import main as cli_main
 from keras_msets.data import mixtures
 from keras_msets.data import set_counting
 from keras_msets.estimators import classical
+from keras_msets.estimators import pretrained
 from keras_msets.testing import load_script
 from keras_msets.zoo import mst_recipe
 from keras_msets.zoo import registry
@@ -311,6 +314,32 @@ def test_mi_and_two_sample_evaluation():
         assert joint[key] == pytest.approx(metrics[key]), key
     assert joint["split_mae_d2"] == pytest.approx(np.mean(np.abs(1 - labels)))
     assert "split_mae_d1" not in joint and "mae_d1" in joint
+    # The estimator's answer on the same joint samples (here the split
+    # task's raw sets, x and y apart), averaged over 2 permutations.
+    model = mst_recipe.build_model("mutual_information_joint", **TINY)
+    model.build([(None, None, None)] * 2)
+    averaged = mst_recipe.evaluate_mutual_information(
+        model,
+        dims=(2,),
+        num=5,
+        task="mutual_information_joint",
+        estimator_permutations=2,
+    )
+    rows = [m.astype(bool) for m in raw[2]]
+    answers = pretrained.mutual_information(
+        [x[keep] for x, keep in zip(raw[0], rows, strict=True)],
+        [y[keep] for y, keep in zip(raw[1], rows, strict=True)],
+        model=model,
+        mode="joint",
+        permutations=2,
+    )
+    assert averaged["estimator_mae_d2"] == pytest.approx(
+        np.mean(np.abs(answers - labels[:, 0]))
+    )
+    with pytest.raises(ValueError, match="estimator_permutations"):
+        mst_recipe.evaluate_mutual_information(
+            model, dims=(2,), num=5, estimator_permutations=2
+        )
     with pytest.raises(ValueError, match="task"):
         mst_recipe.evaluate_mutual_information(
             _Constant(0.0), dims=(2,), num=5, task="kl_divergence"
@@ -516,6 +545,7 @@ def _fake_metrics(recipe):
         if d >= 2:
             metrics[f"split_mae_d{d}"] = 0.8
         metrics[f"general_mae_d{d}"] = 0.5 if d == 3 else 1.2
+        metrics[f"estimator_mae_d{d}"] = 0.9
     for d in getattr(recipe, "GAUSSIAN_DIMS", ()):
         metrics.update(
             {f"gaussian_mae_d{d}": 0.7, f"gaussian_knn_mae_d{d}": 0.2}
@@ -561,8 +591,9 @@ def test_model_cards(name):
         ],
         "mst_mutual_information_joint": [
             "KL(P_XY || P_X P_Y)",
-            "| 1 | 1.0000 | 0.5000 | (d = 1 not taken) | 1.5000 |",
-            "| 2 | 1.0000 | 0.5000 | 0.8000 | 1.5000 |",
+            "| 1 | 1.0000 | 0.9000 | 0.5000 | (d = 1 not taken) | 1.5000 |",
+            "| 2 | 1.0000 | 0.9000 | 0.5000 | 0.8000 | 1.5000 |",
+            "`mutual_information`, mean of 8 |",
             "below KSG at d = none of them",
             "NOT below the split preset at d = 2, 4, 6, 8",
             "starts from the weights of `mst_kl_divergence`",
@@ -600,6 +631,24 @@ def test_two_sample_recipe_end_to_end(tmp_path, monkeypatch):
         atol=1e-5,
     )
     assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["fit"]["steps"] == 2
+    # `keras-msets zoo evaluate NAME --update-card` re-measures and writes
+    # the measured metrics and a new card; training records and weights
+    # stay.
+    shutil.copy(ROOT / "zoo" / recipe.NAME / "recipe.py", folder)
+    stored = json.loads((folder / registry.METADATA_FILE).read_text())
+    stored["metrics"]["accuracy"] = 9.0
+    (folder / registry.METADATA_FILE).write_text(json.dumps(stored))
+    (folder / "README.md").write_text("stale")
+    assert cli_main(["zoo", "evaluate", recipe.NAME, "--update-card"]) == 0
+    updated = zoo.info(recipe.NAME)
+    assert 0.0 <= updated["metrics"]["accuracy"] <= 1.0
+    assert updated["metrics"]["fit"] == metrics["fit"]
+    assert updated["weights_sha256"] == info["weights_sha256"]
+    assert updated["card"].startswith(f"# `{recipe.NAME}`")
+    assert f"{updated['metrics']['accuracy']:.4f}" in updated["card"]
+    monkeypatch.delenv(registry.ZOO_DIR_ENV)
+    with pytest.raises(ValueError, match="model_card.*'fen_mr_polarity'"):
+        zoo.evaluate("fen_mr_polarity", update_card=True)
 
 
 def test_a_recipe_continues_a_saved_preset(tmp_path):
