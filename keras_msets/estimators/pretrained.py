@@ -72,9 +72,9 @@ SKILL_MARGIN = 0.9
 # the joint reading uses seed `JOINT_PERMUTATION_SEED + k`.
 JOINT_PERMUTATION_SEED = 0
 # The joint reading of `mutual_information` averages the model's answers
-# over this many permutations by default (ours; on 400 fresh pairs per d,
-# 8 instead of 1 lowers the error from 0.083 to 0.064 at d = 2 and from
-# 0.128 to 0.100 at d = 4: RESULTS.md).
+# over this many permutations by default (ours; on the preset card's
+# 1,000 test pairs per d, 8 instead of 1 lowers the error from 0.082 to
+# 0.066 at d = 2 and from 0.120 to 0.094 at d = 4: benchmarks/RESULTS.md).
 JOINT_PERMUTATIONS = 8
 # Pairs are padded to a multiple of this many elements (fewer distinct
 # shapes, so fewer compilations of the predict function).
@@ -158,8 +158,9 @@ SPECS = {
 # The default presets by dimension (`model=None`): for each estimator, its
 # `SPECS` keys from low d to high with the highest d each one serves; a
 # key serves from the d after the previous key's highest (the first key
-# from its own lowest). Each boundary is where the presets' cards, which
-# measure both on the same test pairs, say the next one becomes better.
+# from its own lowest). Each boundary is the top of the range the lower
+# preset was trained on; its card measures it against the next preset on
+# the same test pairs and finds it better at every d of that range.
 DEFAULT_ROUTES = {
     "kl_divergence": (("kl_divergence_low_d", 3), ("kl_divergence", 16)),
     "mutual_information": (
