@@ -36,7 +36,8 @@ as plain functions of numpy arrays:
   `j` of `y` being one joint sample, trained on correlated Gaussians:
   for d = 1..8 preset `mst_mutual_information_joint` (ours: the joint
   samples against the same rows with `y` permuted, read as
-  `KL(P_XY || P_X P_Y)`), for d = 9..20 preset `mst_mutual_information`
+  `KL(P_XY || P_X P_Y)`, the mean over 8 permutations), for d = 9..20
+  preset `mst_mutual_information`
   (the paper's: the set of `x` and the set of `y`);
 - `same_distribution_probability(x, y)`: the probability that both sets
   come from one distribution (preset `mst_two_sample`, d = 8).
