@@ -1636,6 +1636,48 @@ def _rerun_arguments(task, fit):
     return arguments + f" --learning-rate {fit['learning_rate']:g}"
 
 
+def start_from_preset(preset):
+    """A `before_fit` for `run_recipe`: copies the weights of zoo preset
+    `preset` (the same architecture) into the model before training."""
+
+    def before_fit(model):
+        from keras_msets import zoo
+
+        model.set_weights(zoo.load(preset).get_weights())
+        return {"pretrain_from": preset}
+
+    return before_fit
+
+
+def start_text(metrics):
+    """The card's sentence on a fine-tuned preset's first weights."""
+    start = metrics.get("pretrain_from")
+    if start:
+        return f" The first run starts from the weights of `{start}`."
+    return " The first run starts from random weights."
+
+
+def kl_gaussians_table(metrics, dims, kls):
+    """The card's table of `evaluate_kl_gaussians` metrics."""
+    header = (
+        "| d | "
+        + " | ".join(f"mean answer, KL = {kl:g}" for kl in kls)
+        + " | MAE | k-NN MAE |\n|"
+        + "---|" * (len(kls) + 3)
+    )
+    rows = [
+        f"| {d} | "
+        + " | ".join(
+            f"{metrics[f'gaussian_mean_estimate_d{d}_kl{kl:g}']:.2f}"
+            for kl in kls
+        )
+        + f" | {metrics[f'gaussian_mae_d{d}']:.3f}"
+        f" | {metrics[f'gaussian_knn_mae_d{d}']:.3f} |"
+        for d in dims
+    ]
+    return "\n".join([header, *rows])
+
+
 def training_text(name, task, fit, extra="", earlier=()):
     """The "Training" section of a model card.
 
@@ -1647,7 +1689,9 @@ def training_text(name, task, fit, extra="", earlier=()):
     paper_rate = DEFAULTS[task]["learning_rate"]
     fits = [*earlier, fit]
     total = total_steps({"earlier_fits": earlier, "fit": fit})
-    backend = keras.backend.backend()
+    # The backend the run was trained on (a card may be re-rendered on
+    # another: `keras-msets zoo evaluate --update-card`).
+    backend = fit.get("backend", keras.backend.backend())
     if all(f["learning_rate"] == paper_rate for f in fits):
         rate_text = "(App. B)"
     elif earlier:

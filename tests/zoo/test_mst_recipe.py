@@ -1081,3 +1081,15 @@ def test_checkpoint_of_other_settings_is_an_error(tmp_path):
             checkpoint_dir=tmp_path,
             checkpoint_steps=0,
         )
+
+
+def test_a_card_names_the_backend_its_run_was_trained_on():
+    # Re-rendered on another backend (`--update-card`), the card keeps the
+    # backend of the training run, which `fit` records.
+    recipe = _load_recipe("mst_kl_divergence_low_d")
+    fit = dict(_fake_metrics(recipe)["fit"])
+    other = "torch" if keras.backend.backend() != "torch" else "jax"
+    fit["backend"] = other
+    text = mst_recipe.training_text(recipe.NAME, recipe.TASK, fit)
+    assert f"KERAS_BACKEND={other} python" in text
+    assert f"on {other}." in text

@@ -91,21 +91,8 @@ def model_card(model, metrics):
             f"{'yes' if ours < knn else 'no'} |"
         )
     rows = "\n".join(rows)
-    gaussian = "\n".join(
-        f"| {d} | "
-        + " | ".join(
-            f"{metrics[f'gaussian_mean_estimate_d{d}_kl{kl:g}']:.2f}"
-            for kl in GAUSSIAN_KLS
-        )
-        + f" | {metrics[f'gaussian_mae_d{d}']:.3f}"
-        f" | {metrics[f'gaussian_knn_mae_d{d}']:.3f} |"
-        for d in GAUSSIAN_DIMS
-    )
-    gaussian_header = (
-        "| d | "
-        + " | ".join(f"mean answer, KL = {kl:g}" for kl in GAUSSIAN_KLS)
-        + " | MAE | k-NN MAE |\n|"
-        + "---|" * (len(GAUSSIAN_KLS) + 3)
+    gaussian = mst_recipe.kl_gaussians_table(
+        metrics, GAUSSIAN_DIMS, GAUSSIAN_KLS
     )
     verdict = (
         "It beats the k-NN estimator at every tested dimension."
@@ -189,7 +176,6 @@ of that d: a model that ignored its input could not do better.
 pairs of 100-150 points per KL value (`mst_recipe.evaluate_kl_gaussians`),
 through `keras_msets.estimators.kl_divergence`:
 
-{gaussian_header}
 {gaussian}
 
 Training pairs are two independent random mixtures, so their KL is

@@ -62,10 +62,8 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=mst_recipe.TEST_SEED):
     return metrics
 
 
-def _start_from_general_preset(model):
-    """`before_fit`: copy the general KL preset's weights into `model`."""
-    model.set_weights(zoo.load(INIT_FROM).get_weights())
-    return {"pretrain_from": INIT_FROM}
+# `before_fit`: copy the general KL preset's weights into the model.
+_start_from_general_preset = mst_recipe.start_from_preset(INIT_FROM)
 
 
 def train(output_dir=None, steps=None, init_from=INIT_FROM, **options):
@@ -155,32 +153,14 @@ def model_card(model, metrics):
             "even 10 % better than the best constant answer: its answers "
             "there should not be used."
         )
-    gaussian = "\n".join(
-        f"| {d} | "
-        + " | ".join(
-            f"{metrics[f'gaussian_mean_estimate_d{d}_kl{kl:g}']:.2f}"
-            for kl in GAUSSIAN_KLS
-        )
-        + f" | {metrics[f'gaussian_mae_d{d}']:.3f}"
-        f" | {metrics[f'gaussian_knn_mae_d{d}']:.3f} |"
-        for d in GAUSSIAN_DIMS
+    gaussian = mst_recipe.kl_gaussians_table(
+        metrics, GAUSSIAN_DIMS, GAUSSIAN_KLS
     )
-    gaussian_header = (
-        "| d | "
-        + " | ".join(f"mean answer, KL = {kl:g}" for kl in GAUSSIAN_KLS)
-        + " | MAE | k-NN MAE |\n|"
-        + "---|" * (len(GAUSSIAN_KLS) + 3)
-    )
-    start = metrics.get("pretrain_from")
     training = mst_recipe.training_text(
         NAME,
         TASK,
         metrics["fit"],
-        extra=(
-            f" The first run starts from the weights of `{start}`."
-            if start
-            else " The first run starts from random weights."
-        ),
+        extra=mst_recipe.start_text(metrics),
         earlier=metrics.get("earlier_fits", ()),
     )
     return f"""# `{NAME}`
@@ -234,7 +214,6 @@ dimension-equivariant model, 0.2047 for k-NN).
 `P = N(0, I)` against `Q = N(mu, I)`, `KL = |mu|^2 / 2` exactly, 20
 pairs of 100-150 points per KL value (`mst_recipe.evaluate_kl_gaussians`):
 
-{gaussian_header}
 {gaussian}
 
 ## Notes

@@ -62,10 +62,8 @@ def evaluate(model, verbose=1, num=TEST_SIZE, seed=mst_recipe.TEST_SEED):
     )
 
 
-def _start_from_kl_preset(model):
-    """`before_fit`: copy the KL preset's weights into `model`."""
-    model.set_weights(zoo.load(INIT_FROM).get_weights())
-    return {"pretrain_from": INIT_FROM}
+# `before_fit`: copy the KL preset's weights into the model.
+_start_from_kl_preset = mst_recipe.start_from_preset(INIT_FROM)
 
 
 def train(output_dir=None, steps=None, init_from=INIT_FROM, **options):
@@ -152,16 +150,11 @@ def model_card(model, metrics):
             "even 10 % better than the best constant answer: its answers "
             "there should not be used."
         )
-    start = metrics.get("pretrain_from")
     training = mst_recipe.training_text(
         NAME,
         TASK,
         metrics["fit"],
-        extra=(
-            f" The first run starts from the weights of `{start}`."
-            if start
-            else " The first run starts from random weights."
-        ),
+        extra=mst_recipe.start_text(metrics),
         earlier=metrics.get("earlier_fits", ()),
     )
     return f"""# `{NAME}`
