@@ -103,6 +103,20 @@ def _fill(text, width=72, **kwargs):
     return textwrap.fill(text, width, break_on_hyphens=False, **kwargs)
 
 
+def route_text(name):
+    """Which `d` the default `kl_divergence` sends to preset `name`, as
+    the card's comment says it (from `pretrained.DEFAULT_ROUTES`)."""
+    from keras_msets.estimators import pretrained
+
+    routes = pretrained.DEFAULT_ROUTES["kl_divergence"]
+    previous = pretrained.SPECS[routes[0][0]].dims[0] - 1
+    for key, top in routes:
+        if pretrained.SPECS[key].preset == name:
+            return f"d = {previous + 1}..{top} use this"
+        previous = top
+    return "not by default"
+
+
 def _paper(d):
     paper = mst_recipe.PAPER_KL_MAE.get(d)
     return "-" if paper is None else f"{paper:.4f}"
@@ -222,7 +236,7 @@ trains one model per dimension range).
 import keras_msets
 from keras_msets.estimators import pretrained
 
-kl = pretrained.kl_divergence(x, y)  # {recipe["ROUTE_TEXT"]}
+kl = pretrained.kl_divergence(x, y)  # x [n, d], y [m, d]; {route_text(name)}
 kl = pretrained.kl_divergence(x, y, model="{name}")
 model = keras_msets.zoo.load("{name}")  # the raw model
 ```

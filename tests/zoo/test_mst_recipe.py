@@ -587,6 +587,7 @@ def test_model_cards(name):
             "starts from the weights of `mst_kl_divergence`",
             "The paper reports d = 2 only (0.0726 for its",
             "only one trained on d = 1",
+            "d = 1..3 use this",
         ],
         "mst_kl_divergence_mid_d": [
             "in d = 3..5: the `mst_kl_divergence` model",
@@ -597,7 +598,7 @@ def test_model_cards(name):
             "preset at d = 3.",
             "| 4 | 0.00 | 1.00 | 2.00 | 4.00 | 0.700 | 0.200 |",
             "The paper reports d = 4 only (0.1917 for its",
-            "d = 4..5 use this",
+            "not by default",  # not among the default routes
             "starts from the weights of `mst_kl_divergence`",
         ],
         "mst_mutual_information": [

@@ -30,7 +30,6 @@ DEFAULT_STEPS = 1500
 TEST_SIZE = 1000
 SEED = 0
 RANGE_TEXT = "the range of the paper's own model for d = 2"
-ROUTE_TEXT = "x [n, d], y [m, d]; d <= 3 uses this"
 NOTES = (
     f"`{INIT_FROM}` was trained on d = 2..16 and never saw d = 1; this "
     "preset is the library's only one trained on d = 1.",
