@@ -3,13 +3,15 @@
 The paper trains one KL model per range of dimensions (Selby et al., UAI
 2022, App. B: d = 1..3 for its d = 2 row of Table 1, 3..5 for d = 4, ...).
 The library's general `mst_kl_divergence` covers d = 2..16 with one model;
-a range preset (`mst_kl_divergence_low_d`, `mst_kl_divergence_mid_d`) is
-that model, its weights copied and then fine-tuned on its range only.
+a range preset (`mst_kl_divergence_low_d`; `mst_kl_divergence_mid_d`
+has its recipe, not yet its weights) is that model, its weights copied
+and then fine-tuned on its range only.
 
 A range recipe module defines `NAME`, `TASK`, `DIMS` (the training
 range), `TEST_DIMS`, `GAUSSIAN_DIMS`, `GAUSSIAN_KLS`, `INIT_FROM`,
-`DEFAULT_STEPS`, `TEST_SIZE`, `SEED` and `NOTES` (the card's last bullet
-points), and calls the functions here with its `globals()`.
+`DEFAULT_STEPS`, `TEST_SIZE`, `SEED`, `RANGE_TEXT` (the card's words for
+the range) and `NOTES` (the card's last bullet points), and calls the
+functions here with its `globals()`.
 """
 
 import textwrap
