@@ -669,6 +669,15 @@ def _mi_estimator(model, mode):
     return "mutual_information"
 
 
+def route_spans(estimator):
+    """`(key, first d, last d)` of each `DEFAULT_ROUTES[estimator]` entry."""
+    spans, previous = [], SPECS[DEFAULT_ROUTES[estimator][0][0]].dims[0] - 1
+    for key, top in DEFAULT_ROUTES[estimator]:
+        spans.append((key, previous + 1, top))
+        previous = top
+    return spans
+
+
 def _by_dimension(estimator, x, y, batch_size, **options):
     """The default: each pair to the preset that serves its `d`
     (`DEFAULT_ROUTES[estimator]`); `options` go to `_estimate`."""
@@ -678,14 +687,14 @@ def _by_dimension(estimator, x, y, batch_size, **options):
     if x_single != y_single or len(x_sets) != len(y_sets):
         # The usual errors.
         return _estimate(routes[-1][0], x, y, None, batch_size, **options)
-    low, high = SPECS[routes[0][0]].dims[0], routes[-1][1]
-    served, previous = [], low - 1
-    for key, top in routes:
-        span = f"d = {previous + 1}" + (
-            "" if top == previous + 1 else f"..{top}"
-        )
-        served.append(f"{span} through `{SPECS[key].preset}`")
-        previous = top
+    spans = route_spans(estimator)
+    low, high = spans[0][1], spans[-1][2]
+    served = [
+        f"d = {first}"
+        + ("" if last == first else f"..{last}")
+        + f" through `{SPECS[key].preset}`"
+        for key, first, last in spans
+    ]
     for i, values in enumerate(x_sets):
         d = values.shape[1]
         if not low <= d <= high:
@@ -697,10 +706,8 @@ def _by_dimension(estimator, x, y, batch_size, **options):
             )
     out = np.zeros(len(x_sets))
     dims = np.array([s.shape[1] for s in x_sets])
-    previous = low - 1
-    for key, top in routes:
-        (part,) = np.nonzero((dims > previous) & (dims <= top))
-        previous = top
+    for key, first, last in spans:
+        (part,) = np.nonzero((dims >= first) & (dims <= last))
         if len(part):
             out[part] = _estimate(
                 key,

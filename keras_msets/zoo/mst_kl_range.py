@@ -110,12 +110,9 @@ def route_text(name):
     the card's comment says it (from `pretrained.DEFAULT_ROUTES`)."""
     from keras_msets.estimators import pretrained
 
-    routes = pretrained.DEFAULT_ROUTES["kl_divergence"]
-    previous = pretrained.SPECS[routes[0][0]].dims[0] - 1
-    for key, top in routes:
+    for key, first, last in pretrained.route_spans("kl_divergence"):
         if pretrained.SPECS[key].preset == name:
-            return f"d = {previous + 1}..{top} use this"
-        previous = top
+            return f"d = {first}..{last} use this"
     return "not by default"
 
 
