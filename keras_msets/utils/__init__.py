@@ -1,0 +1,1 @@
+"""Helpers below every other part of the package (argument checks)."""
