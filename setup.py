@@ -9,26 +9,15 @@ that look like packages.
 
 from pathlib import Path
 
+from setuptools import find_packages
 from setuptools import setup
 
 HERE = Path(__file__).parent
 PRESETS = sorted(
     p.name for p in (HERE / "zoo").iterdir() if (p / "config.json").is_file()
 )
-PACKAGES = [
-    "keras_msets",
-    "keras_msets.data",
-    "keras_msets.layers",
-    "keras_msets.models",
-    "keras_msets.models.deepsets",
-    "keras_msets.models.fen",
-    "keras_msets.models.mst",
-    "keras_msets.models.text",
-    "keras_msets.estimators",
-    "keras_msets.ops",
-    "keras_msets.testing",
-    "keras_msets.zoo",
-    "keras_msets._presets",
+PACKAGES = sorted(find_packages(include=["keras_msets", "keras_msets.*"])) + [
+    "keras_msets._presets"
 ] + [f"keras_msets._presets.{name}" for name in PRESETS]
 
 setup(
