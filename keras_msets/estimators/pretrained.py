@@ -21,8 +21,8 @@ are padded, masked and run through the model in batches of
 `batch_size`; the answer for a pair never depends on the other pairs of
 the batch. Every set needs at least `d + 1` points.
 
-Preprocessing (the same functions prepare the training data in
-`keras_msets.zoo.mst_recipe`, so the presets see what they were trained
+Preprocessing (`keras_msets.stats.preprocessing`; the same functions
+prepare the training data, so the presets see what they were trained
 on):
 
 - KL divergence and two-sample: `whiten_pairs`, the joint whitening of
@@ -58,7 +58,13 @@ import warnings
 import keras
 import numpy as np
 
-from keras_msets.data.mixtures import whiten_sets
+# The preprocessing lives in keras_msets.stats (numpy only, below the
+# models); its names stay importable from here.
+from keras_msets.stats.preprocessing import JOINT_PERMUTATION_SEED
+from keras_msets.stats.preprocessing import joint_and_product_sets
+from keras_msets.stats.preprocessing import preprocess
+from keras_msets.stats.preprocessing import standardize_pairs  # noqa: F401
+from keras_msets.stats.preprocessing import whiten_pairs  # noqa: F401
 
 # Each set needs this many points more than its dimension: `d + 1` points
 # make a set's covariance non-singular, which whitening (of the union)
@@ -67,10 +73,6 @@ MIN_EXTRA_POINTS = 1
 # A preset "has learned" a dimension when its error there is below this
 # fraction of the best constant answer's (`unlearned_dims`).
 SKILL_MARGIN = 0.9
-# Seed of the permutation that turns paired samples into samples of the
-# product of the marginals (`joint_and_product_sets`); permutation k of
-# the joint reading uses seed `JOINT_PERMUTATION_SEED + k`.
-JOINT_PERMUTATION_SEED = 0
 # The joint reading of `mutual_information` averages the model's answers
 # over this many permutations by default (ours; on the preset card's
 # 1,000 test pairs per d, 8 instead of 1 lowers the error from 0.082 to
@@ -168,129 +170,6 @@ DEFAULT_ROUTES = {
         ("mutual_information", 20),
     ),
 }
-
-
-def _masks_for(x, y, x_mask, y_mask):
-    x_mask = (
-        np.ones(x.shape[:2], bool) if x_mask is None else np.asarray(x_mask)
-    )
-    y_mask = (
-        np.ones(y.shape[:2], bool) if y_mask is None else np.asarray(y_mask)
-    )
-    return x_mask.astype(bool), y_mask.astype(bool)
-
-
-def whiten_pairs(x, y, x_mask=None, y_mask=None, sign="mean"):
-    """Jointly whitens pairs of sets, then rotates them to canonical axes.
-
-    First eq. 15 of Selby et al. (`whiten_sets`): `[X'; Y'] =
-    Sigma^(-1/2) ([X; Y] - mu)` with the mean and covariance of the union
-    of both sets. Then both sets are rotated by `V^T`, the eigenvectors of
-    the covariance of `X'` alone (largest eigenvalue first), each
-    eigenvector's sign chosen so that the mean of `X'` along it is
-    positive (`sign="mean"`) or, with `sign="third_moment"`, so that the
-    third central moment of `X'` along it is positive. The union still
-    has mean 0 and identity covariance.
-
-    The third moment is for pairs whose two sets have the same mean by
-    construction, such as joint samples against the same rows with one
-    part permuted (`joint_and_product_sets`): there the mean of `X'` is 0
-    along every axis, and a sign chosen by it would be float noise.
-
-    Why the rotation: if both sets go through one invertible affine map
-    `z -> A z + b`, eq. 15 gives `R [X'; Y']` for an orthogonal `R` that
-    depends on `A`; the rotation maps `R X'` and `X'` to the same
-    coordinates (its eigenvectors turn with `R`), so the output, and the
-    estimate of a model reading it, do not depend on `A` or `b` at all.
-    (Ties between eigenvalues or a zero mean along an eigenvector would
-    leave a choice open; they have probability zero for continuous data.)
-
-    Args:
-        x: float `[batch, n_max, d]`, padded sets.
-        y: float `[batch, m_max, d]`.
-        x_mask: boolean `[batch, n_max]` (True = real point); None: all.
-        y_mask: boolean `[batch, m_max]`; None: all.
-        sign: `"mean"` or `"third_moment"`, the rule that orients each
-            axis.
-
-    Returns:
-        `(x_white, y_white)`, float64 of the input shapes; padded rows
-        are zeros.
-    """
-    if sign not in ("mean", "third_moment"):
-        raise ValueError(
-            f"`sign` must be 'mean' or 'third_moment'. Received: sign={sign!r}"
-        )
-    x_mask, y_mask = _masks_for(x, y, x_mask, y_mask)
-    x_white, y_white, _, _ = whiten_sets(x, y, x_mask, y_mask)
-    weights = x_mask[..., None].astype(np.float64)
-    count = weights.sum(axis=1)  # [batch, 1]
-    mean = (x_white * weights).sum(axis=1) / count
-    centred = (x_white - mean[:, None, :]) * weights
-    cov = np.einsum("bni,bnj->bij", centred, centred) / np.maximum(
-        count[..., None] - 1.0, 1.0
-    )
-    _, vectors = np.linalg.eigh(cov)
-    vectors = vectors[:, :, ::-1]  # largest eigenvalue first
-    if sign == "mean":
-        direction = np.einsum("bi,bij->bj", mean, vectors)
-    else:
-        projected = np.einsum("bni,bij->bnj", centred, vectors)
-        direction = (projected**3 * weights).sum(axis=1)
-    signs = np.where(direction < 0, -1.0, 1.0)
-    vectors = vectors * signs[:, None, :]
-    rotate = functools.partial(np.einsum, "bni,bij->bnj")
-    return rotate(x_white, vectors), rotate(y_white, vectors)
-
-
-def standardize_pairs(x, y, x_mask=None, y_mask=None):
-    """Standardizes every coordinate of every set on its own.
-
-    Each coordinate of each set is mapped to mean 0 and variance 1
-    (divisor `n - 1`) over the set's real points; padded rows come out as
-    zeros. A coordinate that is constant within a set raises a
-    `ValueError`.
-
-    Args:
-        x: float `[batch, n_max, d_x]`.
-        y: float `[batch, m_max, d_y]`.
-        x_mask: boolean `[batch, n_max]`; None: all points are real.
-        y_mask: boolean `[batch, m_max]`; None: all points are real.
-
-    Returns:
-        `(x_standard, y_standard)`, float64 of the input shapes.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    x_mask, y_mask = _masks_for(x, y, x_mask, y_mask)
-    out = []
-    for name, values, mask in (("x", x, x_mask), ("y", y, y_mask)):
-        weights = mask[..., None].astype(np.float64)
-        count = weights.sum(axis=1, keepdims=True)
-        mean = (values * weights).sum(axis=1, keepdims=True) / count
-        centred = (values - mean) * weights
-        var = (centred**2).sum(axis=1, keepdims=True) / np.maximum(
-            count - 1.0, 1.0
-        )
-        if np.any(var <= 0):
-            b = int(np.argwhere(var <= 0)[0][0])
-            raise ValueError(
-                f"A coordinate of `{name}` is constant in pair {b}; it "
-                "cannot be standardized."
-            )
-        out.append(centred / np.sqrt(var))
-    return out[0], out[1]
-
-
-def preprocess(spec, x, y, x_mask=None, y_mask=None):
-    """Applies `spec.preprocessing` to padded pairs; float32 out."""
-    if spec.preprocessing == "whiten":
-        x, y = whiten_pairs(x, y, x_mask, y_mask)
-    elif spec.preprocessing == "whiten_third_moment":
-        x, y = whiten_pairs(x, y, x_mask, y_mask, sign="third_moment")
-    else:
-        x, y = standardize_pairs(x, y, x_mask, y_mask)
-    return x.astype(np.float32), y.astype(np.float32)
 
 
 @functools.lru_cache(maxsize=8)
@@ -467,43 +346,6 @@ def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
             "estimate may be less accurate.",
             stacklevel=4,
         )
-
-
-def joint_and_product_sets(x, y, seed=JOINT_PERMUTATION_SEED):
-    """Joint samples and samples of the product of the marginals.
-
-    `I(X; Y) = KL(P_XY || P_X P_Y)`: for paired samples, row `j` of `x[i]`
-    and row `j` of `y[i]` being one joint sample, the first set is the
-    joint samples `[x_j, y_j]` and the second the same rows with the `y`
-    part permuted within the set, `[x_j, y_pi(j)]` (approximately
-    independent samples of `P_X P_Y`, as in MINE-style estimators). This
-    is what the `mst_mutual_information_joint` preset reads (after
-    `whiten_pairs`), as `keras_msets.data.mutual_information_sets(...,
-    mode="joint_vs_product")` makes its training data.
-
-    The permutation of a set of `n` rows comes from a generator seeded
-    with `seed` alone, so the answer for a pair never depends on the other
-    pairs of a batch, and repeated calls agree.
-
-    Args:
-        x: list of float arrays `[n_i, d_i]`.
-        y: list of float arrays `[n_i, e_i]`, the same `n_i` as `x[i]`.
-        seed: seed of the permutations.
-
-    Returns:
-        `(joint, product)`: lists of float64 arrays `[n_i, d_i + e_i]`.
-    """
-    joint, product = [], []
-    for i, (xs, ys) in enumerate(zip(x, y, strict=True)):
-        if len(xs) != len(ys):
-            raise ValueError(
-                "Paired sets must have the same number of rows. Received: "
-                f"x[{i}].shape={np.shape(xs)}, y[{i}].shape={np.shape(ys)}"
-            )
-        permutation = np.random.default_rng(seed).permutation(len(ys))
-        joint.append(np.concatenate([xs, ys], axis=1))
-        product.append(np.concatenate([xs, ys[permutation]], axis=1))
-    return joint, product
 
 
 def _pad(sets, width):
