@@ -6,13 +6,13 @@ so the helpers run unchanged on TensorFlow, JAX and PyTorch.
 
 import importlib
 
+from keras_msets.testing.comparisons import assert_all_close
+from keras_msets.testing.comparisons import assert_all_equal
 from keras_msets.testing.scripts import load_script
+from keras_msets.testing.set_properties import assert_padding_invariant
+from keras_msets.testing.set_properties import assert_permutation_equivariant
+from keras_msets.testing.set_properties import assert_permutation_invariant
 from keras_msets.testing.test_case import TestCase
-from keras_msets.testing.test_case import assert_all_close
-from keras_msets.testing.test_case import assert_all_equal
-from keras_msets.testing.test_case import assert_padding_invariant
-from keras_msets.testing.test_case import assert_permutation_equivariant
-from keras_msets.testing.test_case import assert_permutation_invariant
 
 # The golden helpers are imported on first use, so that
 # `python -m keras_msets.testing.golden` runs the module only once.

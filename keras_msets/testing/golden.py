@@ -26,9 +26,7 @@ file on every other backend. Existing files are never replaced without
 """
 
 import argparse
-import datetime
 import importlib.util
-import json
 import os
 import sys
 import types
@@ -37,9 +35,18 @@ import zlib
 import keras
 import numpy as np
 
+from keras_msets.testing.comparisons import assert_all_close
+from keras_msets.testing.golden_files import command_text
+from keras_msets.testing.golden_files import default_cases_path
+from keras_msets.testing.golden_files import default_directory
+from keras_msets.testing.golden_files import flat_arrays
+from keras_msets.testing.golden_files import golden_path
+from keras_msets.testing.golden_files import load_golden
+from keras_msets.testing.golden_files import save_npz
+from keras_msets.testing.golden_files import saved_path
+
 BACKENDS = ("tensorflow", "jax", "torch")
 GOLDEN_CASE_ATTR = "_keras_msets_golden_case"
-_COMMAND = "python -m keras_msets.testing.golden write"
 _LOADED_MODULES = {}
 
 
@@ -56,28 +63,6 @@ def golden_case(name):
         return fn
 
     return decorator
-
-
-# --------------------------------------------------------------------------
-# Locations and case loading.
-# --------------------------------------------------------------------------
-
-
-def _repo_root():
-    """The checkout holding this package if it has tests/, else the cwd."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    if os.path.isdir(os.path.join(root, "tests", "golden")):
-        return root
-    return os.getcwd()
-
-
-def default_directory():
-    return os.path.join(_repo_root(), "tests", "golden")
-
-
-def default_cases_path():
-    return os.path.join(default_directory(), "cases.py")
 
 
 def load_cases(cases=None):
@@ -134,59 +119,6 @@ def _get_case(name, cases):
     build_fn, inputs = result[:2]
     call_kwargs = dict(result[2]) if len(result) == 3 else {}
     return build_fn, inputs, call_kwargs
-
-
-def _command(name, cases, directory, extra=""):
-    parts = [_COMMAND, name]
-    if isinstance(cases, (str, os.PathLike)) and os.path.abspath(
-        cases
-    ) != os.path.abspath(default_cases_path()):
-        parts += ["--cases", os.fspath(cases)]
-    if directory is not None and os.path.abspath(directory) != os.path.abspath(
-        default_directory()
-    ):
-        parts += ["--dir", os.fspath(directory)]
-    if extra:
-        parts.append(extra)
-    return " ".join(parts)
-
-
-# --------------------------------------------------------------------------
-# Structures <-> flat arrays (so that nothing needs pickle).
-# --------------------------------------------------------------------------
-
-
-def _encode(structure, arrays):
-    """A JSON template of `structure`; leaves are appended to `arrays`."""
-    if isinstance(structure, dict):
-        return {
-            "dict": {str(k): _encode(v, arrays) for k, v in structure.items()}
-        }
-    if isinstance(structure, (list, tuple)):
-        kind = "list" if isinstance(structure, list) else "tuple"
-        return {kind: [_encode(v, arrays) for v in structure]}
-    if structure is None:
-        return {"none": None}
-    arrays.append(np.asarray(keras.ops.convert_to_numpy(structure)))
-    return {"array": len(arrays) - 1}
-
-
-def _decode(template, arrays):
-    if "dict" in template:
-        return {k: _decode(v, arrays) for k, v in template["dict"].items()}
-    if "list" in template:
-        return [_decode(v, arrays) for v in template["list"]]
-    if "tuple" in template:
-        return tuple(_decode(v, arrays) for v in template["tuple"])
-    if "none" in template:
-        return None
-    return arrays[template["array"]]
-
-
-def _flat(structure):
-    arrays = []
-    _encode(structure, arrays)
-    return arrays
 
 
 # --------------------------------------------------------------------------
@@ -257,75 +189,12 @@ def _build(name, build_fn, inputs, call_kwargs):
 
 
 def _compare(actual, expected, atol, what):
-    from keras_msets.testing.test_case import assert_all_close
-
     assert_all_close(actual, expected, atol=atol, rtol=atol, msg=what)
 
 
 # --------------------------------------------------------------------------
-# Files.
+# Writing and checking.
 # --------------------------------------------------------------------------
-
-
-def golden_path(name, directory=None):
-    return os.path.join(directory or default_directory(), f"{name}.npz")
-
-
-def saved_path(name, backend, directory=None):
-    directory = directory or default_directory()
-    return os.path.join(directory, "saved", backend, f"{name}.keras")
-
-
-def _save_npz(path, name, inputs, call_kwargs, weights, paths, outputs):
-    arrays = []
-    template = {
-        "inputs": _encode(inputs, arrays),
-        "call_kwargs": _encode(call_kwargs, arrays),
-        "outputs": _encode(outputs, arrays),
-    }
-    metadata = {
-        "name": name,
-        "backend": keras.backend.backend(),
-        "keras_version": keras.__version__,
-        "numpy_version": np.__version__,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
-        "weight_paths": list(paths),
-        "template": template,
-    }
-    contents = {f"array_{i}": a for i, a in enumerate(arrays)}
-    contents.update({f"weight_{i}": w for i, w in enumerate(weights)})
-    contents["metadata"] = np.array(json.dumps(metadata))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "wb") as f:
-        np.savez(f, **contents)
-
-
-def load_golden(name, directory=None, cases=None):
-    """Reads `<directory>/<name>.npz`; fails with the command that writes it."""
-    path = golden_path(name, directory)
-    if not os.path.exists(path):
-        raise AssertionError(
-            f"Golden file {path} does not exist. Write it (once, on any "
-            f"backend) with:\n    {_command(name, cases, directory)}"
-        )
-    with np.load(path, allow_pickle=False) as data:
-        metadata = json.loads(str(data["metadata"]))
-        n_arrays = sum(1 for k in data.files if k.startswith("array_"))
-        arrays = [data[f"array_{i}"] for i in range(n_arrays)]
-        weights = [
-            data[f"weight_{i}"] for i in range(len(metadata["weight_paths"]))
-        ]
-    template = metadata["template"]
-    return {
-        "inputs": _decode(template["inputs"], arrays),
-        "call_kwargs": _decode(template["call_kwargs"], arrays),
-        "outputs": _decode(template["outputs"], arrays),
-        "weights": weights,
-        "weight_paths": metadata["weight_paths"],
-        "metadata": metadata,
-    }
 
 
 def write_golden(
@@ -363,7 +232,7 @@ def write_golden(
         paths = [w.path for w in obj.weights]
         _set_weights(obj, values, paths, name)
         outputs = _run(obj, inputs, call_kwargs)
-        _save_npz(npz, name, inputs, call_kwargs, values, paths, outputs)
+        save_npz(npz, name, inputs, call_kwargs, values, paths, outputs)
         written.append(npz)
     if saved:
         golden = load_golden(name, directory, cases)
@@ -384,14 +253,14 @@ def write_golden(
 
 
 def _check_case_inputs(name, golden, inputs, call_kwargs, cases, directory):
-    stored = _flat({"i": golden["inputs"], "c": golden["call_kwargs"]})
-    current = _flat({"i": inputs, "c": call_kwargs})
+    stored = flat_arrays({"i": golden["inputs"], "c": golden["call_kwargs"]})
+    current = flat_arrays({"i": inputs, "c": call_kwargs})
     same = len(stored) == len(current) and all(
         a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
         for a, b in zip(stored, current, strict=True)
     )
     if not same:
-        command = _command(name, cases, directory, "--overwrite")
+        command = command_text(name, cases, directory, "--overwrite")
         raise AssertionError(
             f"Golden case {name!r}: the case's inputs no longer match those "
             f"stored in {golden_path(name, directory)}. If the change is "
@@ -440,7 +309,7 @@ def check_cross_backend_load(
     if missing:
         commands = "\n".join(
             f"    KERAS_BACKEND={b} "
-            + _command(name, cases, directory, "--saved")
+            + command_text(name, cases, directory, "--saved")
             for b in missing
         )
         raise AssertionError(

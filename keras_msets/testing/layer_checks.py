@@ -1,0 +1,339 @@
+"""The checks behind `TestCase.run_layer_test`, one function per check.
+
+Each `check_*` function builds a fresh layer from `layer_cls(**init_kwargs)`
+and raises an AssertionError that says what is wrong and how to fix it.
+"""
+
+import keras
+import numpy as np
+
+from keras_msets.testing.comparisons import map_structure
+from keras_msets.testing.comparisons import to_numpy
+
+
+def _flatten(structure):
+    return keras.tree.flatten(structure)
+
+
+def _seed_generators(layer):
+    found, seen = [], set()
+    for sublayer in layer._flatten_layers(True, True):
+        for generator in getattr(sublayer, "_seed_generators", []):
+            if id(generator) not in seen:
+                found.append(generator)
+                seen.add(id(generator))
+    return found
+
+
+def _shape_matches(actual, expected):
+    actual, expected = tuple(actual), tuple(expected)
+    return len(actual) == len(expected) and all(
+        e is None or a is None or int(a) == int(e)
+        for a, e in zip(actual, expected, strict=True)
+    )
+
+
+def _is_shape(value):
+    return isinstance(value, (tuple, list)) and all(
+        v is None or isinstance(v, (int, np.integer)) for v in value
+    )
+
+
+def _shape_structure(shapes):
+    """Turns lists that are shapes into tuples so keras.tree sees leaves."""
+    if _is_shape(shapes):
+        return tuple(shapes)
+    if isinstance(shapes, dict):
+        return {k: _shape_structure(v) for k, v in shapes.items()}
+    return [_shape_structure(s) for s in shapes]
+
+
+def _flat_shapes(shapes):
+    if _is_shape(shapes):
+        return [tuple(shapes)]
+    if isinstance(shapes, dict):
+        return [s for k in sorted(shapes) for s in _flat_shapes(shapes[k])]
+    return [s for v in shapes for s in _flat_shapes(v)]
+
+
+def _overrides(layer, method):
+    return getattr(type(layer), method) is not getattr(keras.Layer, method)
+
+
+def call_layer(layer, inputs, mask, call_kwargs, **extra):
+    """Calls `layer(inputs, **call_kwargs)`, with `mask=` when not None."""
+    if mask is not None:
+        return layer(inputs, mask=mask, **call_kwargs, **extra)
+    return layer(inputs, **call_kwargs, **extra)
+
+
+def check_serialization(
+    layer_cls, init_kwargs, custom_objects, registered_package
+):
+    """`get_config`, `from_config` and `serialize_keras_object` round trips."""
+    name = layer_cls.__name__
+    layer = layer_cls(**init_kwargs)
+    config = layer.get_config()
+    missing = [k for k in init_kwargs if k not in config]
+    if missing:
+        raise AssertionError(
+            f"{name}.get_config() is missing init argument(s) {missing}. "
+            f"Add them to the dict returned by get_config(). "
+            f"Config keys: {sorted(config)}"
+        )
+    for key, value in init_kwargs.items():
+        simple = (bool, int, float, np.integer, np.floating)
+        if isinstance(value, simple) and config[key] != value:
+            raise AssertionError(
+                f"{name}.get_config()[{key!r}] is {config[key]!r}, but "
+                f"the layer was created with {key}={value!r}."
+            )
+    revived = layer_cls.from_config(config)
+    revived_config = revived.get_config()
+    if revived_config != config:
+        raise AssertionError(
+            f"{name}.from_config(config).get_config() differs from "
+            f"config.\n{_dict_diff(config, revived_config)}"
+        )
+    serialized = keras.saving.serialize_keras_object(layer)
+    deserialized = keras.saving.deserialize_keras_object(
+        serialized, custom_objects=custom_objects
+    )
+    if not isinstance(deserialized, layer_cls):
+        raise AssertionError(
+            f"deserialize_keras_object(serialize_keras_object(layer)) "
+            f"returned a {type(deserialized).__name__}, not a {name}."
+        )
+    if deserialized.get_config() != config:
+        raise AssertionError(
+            f"{name}: the serialize_keras_object / "
+            "deserialize_keras_object round trip changed the config.\n"
+            f"{_dict_diff(config, deserialized.get_config())}"
+        )
+    if registered_package is not None:
+        registered = keras.saving.get_registered_name(layer_cls)
+        if not registered.startswith(f"{registered_package}>"):
+            raise AssertionError(
+                f"{name} is not registered as a Keras serializable "
+                f"(registered name: {registered!r}). Decorate it with "
+                "@keras.saving.register_keras_serializable("
+                f'package="{registered_package}").'
+            )
+
+
+def check_eager_call(
+    layer_cls,
+    init_kwargs,
+    input_data,
+    input_mask,
+    call_kwargs,
+    expected_output_shape,
+    expected_output_dtype,
+    expected_num_trainable_weights,
+    expected_num_non_trainable_weights,
+    expected_num_seed_generators,
+):
+    """Eager call: output shapes and dtypes, weight and seed counts.
+
+    Returns the output shapes.
+    """
+    name = layer_cls.__name__
+    layer = layer_cls(**init_kwargs)
+    output = call_layer(layer, input_data, input_mask, call_kwargs)
+    flat_out = _flatten(output)
+    shapes = [tuple(keras.ops.shape(o)) for o in flat_out]
+    if expected_output_shape is not None:
+        expected = _flat_shapes(expected_output_shape)
+        if len(expected) != len(shapes) or not all(
+            _shape_matches(a, e) for a, e in zip(shapes, expected, strict=True)
+        ):
+            raise AssertionError(
+                f"{name} output shape(s) {_show(shapes)} do not match "
+                f"expected_output_shape {_show(expected)} (None entries "
+                "match any size)."
+            )
+    if expected_output_dtype is not None:
+        expected = expected_output_dtype
+        expected = (
+            [expected] * len(flat_out)
+            if isinstance(expected, str)
+            else _flatten(expected)
+        )
+        dtypes = [keras.backend.standardize_dtype(o.dtype) for o in flat_out]
+        expected = [keras.backend.standardize_dtype(d) for d in expected]
+        if dtypes != expected:
+            raise AssertionError(
+                f"{name} output dtype(s) {dtypes} do not match "
+                f"expected_output_dtype {expected}."
+            )
+    counts = [
+        (
+            "trainable",
+            layer.trainable_weights,
+            expected_num_trainable_weights,
+        ),
+        (
+            "non-trainable",
+            layer.non_trainable_weights,
+            expected_num_non_trainable_weights,
+        ),
+    ]
+    for kind, weights, expected in counts:
+        if expected is not None and len(weights) != expected:
+            paths = [w.path for w in weights]
+            raise AssertionError(
+                f"{name} has {len(weights)} {kind} weights, expected "
+                f"{expected}: {paths}"
+            )
+    if expected_num_seed_generators is not None:
+        found = len(_seed_generators(layer))
+        if found != expected_num_seed_generators:
+            raise AssertionError(
+                f"{name} has {found} seed generators, expected "
+                f"{expected_num_seed_generators}."
+            )
+    return shapes
+
+
+def symbolic_inputs(input_data, input_mask):
+    """`keras.Input`s (batch None) mirroring the data and the masks."""
+
+    def make_input(x):
+        x = to_numpy(x)
+        return keras.Input(shape=x.shape[1:], dtype=str(x.dtype))
+
+    inputs = map_structure(make_input, input_data)
+    masks = None
+    if input_mask is not None:
+
+        def make_mask(m):
+            m = to_numpy(m)
+            return keras.Input(shape=m.shape[1:], dtype="bool")
+
+        masks = map_structure(make_mask, input_mask)
+    return inputs, masks
+
+
+def check_symbolic_call(
+    layer_cls, init_kwargs, input_data, input_mask, call_kwargs
+):
+    """Symbolic shapes agree with eager ones and `compute_output_shape`."""
+    name = layer_cls.__name__
+    eager_layer = layer_cls(**init_kwargs)
+    eager = _flatten(
+        call_layer(eager_layer, input_data, input_mask, call_kwargs)
+    )
+    eager_shapes = [(None,) + tuple(o.shape)[1:] for o in eager]
+    layer = layer_cls(**init_kwargs)
+    inputs, masks = symbolic_inputs(input_data, input_mask)
+    symbolic = _flatten(call_layer(layer, inputs, masks, call_kwargs))
+    symbolic_shapes = [tuple(o.shape) for o in symbolic]
+    if len(symbolic_shapes) != len(eager_shapes) or not all(
+        _shape_matches(s, e)
+        for s, e in zip(symbolic_shapes, eager_shapes, strict=True)
+    ):
+        raise AssertionError(
+            f"{name}: symbolic call gives output shape(s) "
+            f"{_show(symbolic_shapes)} but the eager call gives "
+            f"{_show(eager_shapes)} (batch dimension shown as None)."
+            + (
+                " The symbolic call goes through the layer's "
+                "compute_output_shape, which must agree with call()."
+                if _overrides(layer, "compute_output_shape")
+                else ""
+            )
+        )
+    if _overrides(layer, "compute_output_shape"):
+        input_shapes = map_structure(lambda t: tuple(t.shape), inputs)
+        computed = layer.compute_output_shape(_shape_structure(input_shapes))
+        computed = _flat_shapes(computed)
+        if len(computed) != len(eager_shapes) or not all(
+            _shape_matches(c, e)
+            for c, e in zip(computed, eager_shapes, strict=True)
+        ):
+            raise AssertionError(
+                f"{name}.compute_output_shape({_show(input_shapes)}) "
+                f"returns {_show(computed)} but calling the layer gives "
+                f"{_show(eager_shapes)}."
+            )
+
+
+def check_training(
+    layer_cls,
+    init_kwargs,
+    input_data,
+    input_mask,
+    call_kwargs,
+    allow_unchanged_weights,
+):
+    """One `fit` step: finite loss, every trainable weight changes."""
+    name = layer_cls.__name__
+    layer = layer_cls(**init_kwargs)
+    inputs, masks = symbolic_inputs(input_data, input_mask)
+    outputs = _flatten(call_layer(layer, inputs, masks, call_kwargs))
+    flat_inputs = _flatten(inputs) + ([] if masks is None else _flatten(masks))
+    model = keras.Model(
+        flat_inputs, outputs[0] if len(outputs) == 1 else outputs
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate=1e-2),
+        loss=["mse"] * len(outputs) if len(outputs) > 1 else "mse",
+    )
+    x = [to_numpy(v) for v in _flatten(input_data)]
+    if input_mask is not None:
+        x += [to_numpy(m).astype(bool) for m in _flatten(input_mask)]
+    rng = np.random.default_rng(0)
+    eager = _flatten(model(x, training=False))
+    y = [rng.normal(size=tuple(o.shape)).astype("float32") for o in eager]
+    before = [to_numpy(w).copy() for w in layer.trainable_weights]
+    history = model.fit(
+        x,
+        y[0] if len(y) == 1 else y,
+        batch_size=len(x[0]),
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+    )
+    loss = history.history["loss"][-1]
+    if not np.isfinite(loss):
+        raise AssertionError(f"{name}: the fit step gave loss {loss}.")
+    unchanged = []
+    for weight, old in zip(layer.trainable_weights, before, strict=True):
+        if weight.name in allow_unchanged_weights:
+            continue
+        if weight.path in allow_unchanged_weights:
+            continue
+        if np.array_equal(to_numpy(weight), old):
+            unchanged.append(weight.path)
+    if unchanged:
+        raise AssertionError(
+            f"{name}: trainable weight(s) {unchanged} did not change in "
+            "one fit step, so they get no gradient. Fix the layer, or "
+            "list them in `allow_unchanged_weights` if that is intended."
+        )
+
+
+# Models -----------------------------------------------------------------
+
+
+def is_functional(model):
+    """Whether `model` is a functional (graph) model."""
+    return type(model).__name__ == "Functional" or (
+        hasattr(model, "_is_graph_network") and model._is_graph_network
+    )
+
+
+def _show(shapes):
+    return [tuple(s) for s in shapes] if isinstance(shapes, list) else shapes
+
+
+def _dict_diff(expected, actual):
+    lines = []
+    for key in sorted(set(expected) | set(actual), key=str):
+        if key not in actual:
+            lines.append(f"  {key!r}: missing (was {expected[key]!r})")
+        elif key not in expected:
+            lines.append(f"  {key!r}: new key with value {actual[key]!r}")
+        elif expected[key] != actual[key]:
+            lines.append(f"  {key!r}: {expected[key]!r} became {actual[key]!r}")
+    return "\n".join(lines)
