@@ -22,8 +22,9 @@ import itertools
 
 import numpy as np
 
-from keras_msets.data.digit_sum import _check_positive_int
-from keras_msets.data.digit_sum import _check_seed
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_non_negative_int
+from keras_msets.utils.validation import check_positive_int
 
 # Refuse to enumerate more strings than this (about 400 MB of int32 for
 # length 10); the paper needs 5**5 = 3125.
@@ -80,8 +81,8 @@ def random_unary_automaton(num_states, seed):
         A dict with float64 arrays `initial` `[d]`, `transition` `[d, d]`
         and `final` `[d]`.
     """
-    num_states = _check_positive_int("num_states", num_states)
-    seed = _check_seed(seed)
+    num_states = check_positive_int("num_states", num_states)
+    seed = check_non_negative_int("seed", seed)
     from scipy.stats import ortho_group
 
     rng = np.random.default_rng(seed)
@@ -111,7 +112,7 @@ def unary_automaton_strings(automaton, max_length=20):
         `0, ..., max_length`, and float32 `[max_length + 1]`.
     """
     initial, transition, final = _check_automaton(automaton, diagonal=False)
-    max_length = _check_positive_int("max_length", max_length)
+    max_length = check_positive_int("max_length", max_length)
     initial = initial.astype(np.float64)
     transition = transition.astype(np.float64)
     final = final.astype(np.float64)
@@ -151,9 +152,9 @@ def random_diagonal_automaton(num_states, alphabet_size=5, seed=0):
         `[alphabet_size, d]` (row `a - 1` is the diagonal of `mu(a)` for
         symbol `a`) and `final` `[d]`.
     """
-    num_states = _check_positive_int("num_states", num_states)
-    alphabet_size = _check_positive_int("alphabet_size", alphabet_size)
-    seed = _check_seed(seed)
+    num_states = check_positive_int("num_states", num_states)
+    alphabet_size = check_positive_int("alphabet_size", alphabet_size)
+    seed = check_non_negative_int("seed", seed)
     rng = np.random.default_rng(seed)
     shape = (alphabet_size, num_states)
     real = rng.uniform(0.0, 1.0, shape)
@@ -193,12 +194,8 @@ def diagonal_automaton_strings(automaton, length=5, return_complex=False):
         and `weights` float32 (or complex64) `[alphabet_size**length]`.
     """
     initial, transition, final = _check_automaton(automaton, diagonal=True)
-    length = _check_positive_int("length", length)
-    if not isinstance(return_complex, bool):
-        raise ValueError(
-            "`return_complex` must be a bool. "
-            f"Received: return_complex={return_complex!r}"
-        )
+    length = check_positive_int("length", length)
+    return_complex = check_bool("return_complex", return_complex)
     alphabet_size = transition.shape[0]
     if alphabet_size**length > _MAX_STRINGS:
         raise ValueError(

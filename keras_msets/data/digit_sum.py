@@ -18,11 +18,15 @@ Every generator takes an explicit `seed` and draws from
 every machine (with the same numpy version).
 """
 
-import numbers
-
 import numpy as np
 
 from keras_msets.data import _tf
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_float
+from keras_msets.utils.validation import check_non_negative_int
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import fail
+from keras_msets.utils.validation import is_int
 
 TASKS = ("sum", "units_digit")
 
@@ -30,36 +34,8 @@ _DIGIT_LOW = 1
 _DIGIT_HIGH = 9
 
 
-# Argument checks shared with the other data modules.
-def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _check_positive_int(name, value, upper=None, upper_name=None):
-    if not _is_int(value) or value < 1 or (upper is not None and value > upper):
-        bound = f" <= {upper_name}" if upper_name else ""
-        raise ValueError(
-            f"`{name}` must be a positive integer{bound}. "
-            f"Received: {name}={value!r}"
-        )
-    return int(value)
-
-
-def _check_seed(value, name="seed"):
-    if not _is_int(value) or value < 0:
-        raise ValueError(
-            f"`{name}` must be a non-negative integer. "
-            f"Received: {name}={value!r}"
-        )
-    return int(value)
-
-
 def _check_task(task):
-    if task not in TASKS:
-        raise ValueError(
-            f"`task` must be one of {TASKS}. Received: task={task!r}"
-        )
-    return task
+    return check_choice("task", task, TASKS)
 
 
 def _labels(x, task):
@@ -121,19 +97,18 @@ def make_digit_sum(
     x.dtype, y.dtype  # (dtype('int32'), dtype('float32'))
     ```
     """
-    num_samples = _check_positive_int("num_samples", num_samples)
-    max_length = _check_positive_int("max_length", max_length)
-    min_length = _check_positive_int(
-        "min_length", min_length, upper=max_length, upper_name="max_length"
-    )
+    num_samples = check_positive_int("num_samples", num_samples)
+    max_length = check_positive_int("max_length", max_length)
+    if not is_int(min_length) or not 1 <= min_length <= max_length:
+        fail("min_length", min_length, "a positive integer <= max_length")
+    min_length = int(min_length)
     task = _check_task(task)
-    seed = _check_seed(seed)
+    seed = check_non_negative_int("seed", seed)
     if pad_to is None:
         pad_to = max_length
-    elif not _is_int(pad_to) or pad_to < max_length:
-        raise ValueError(
-            "`pad_to` must be None or an integer >= max_length "
-            f"({max_length}). Received: pad_to={pad_to!r}"
+    elif not is_int(pad_to) or pad_to < max_length:
+        fail(
+            "pad_to", pad_to, f"None or an integer >= max_length ({max_length})"
         )
     rng = np.random.default_rng(seed)
     return _sample(rng, num_samples, min_length, max_length, task, pad_to)
@@ -167,16 +142,15 @@ def digit_sum_train_dev(
         `((x_train, y_train), (x_dev, y_dev))` in the format of
         `make_digit_sum`.
     """
-    num_samples = _check_positive_int("num_samples", num_samples)
-    if (
-        not isinstance(dev_fraction, numbers.Real)
-        or isinstance(dev_fraction, bool)
-        or not 0.0 < dev_fraction < 1.0
-    ):
-        raise ValueError(
-            "`dev_fraction` must be a number strictly between 0 and 1. "
-            f"Received: dev_fraction={dev_fraction!r}"
-        )
+    num_samples = check_positive_int("num_samples", num_samples)
+    dev_fraction = check_float(
+        "dev_fraction",
+        dev_fraction,
+        low=0,
+        high=1,
+        low_inclusive=False,
+        high_inclusive=False,
+    )
     num_dev = int(round(num_samples * dev_fraction))
     if not 0 < num_dev < num_samples:
         raise ValueError(
@@ -221,15 +195,15 @@ def digit_sum_test_sets(
         float32 `[num_per_length, 1]`.
     """
     task = _check_task(task)
-    num_per_length = _check_positive_int("num_per_length", num_per_length)
-    seed = _check_seed(seed)
+    num_per_length = check_positive_int("num_per_length", num_per_length)
+    seed = check_non_negative_int("seed", seed)
     try:
         lengths = tuple(lengths)
     except TypeError:
         lengths = None
     if (
         not lengths
-        or not all(_is_int(n) and n >= 1 for n in lengths)
+        or not all(is_int(n) and n >= 1 for n in lengths)
         or len(set(lengths)) != len(lengths)
     ):
         raise ValueError(
@@ -301,8 +275,8 @@ def to_tf_dataset(x, y, batch_size=128, shuffle=False, seed=0):
             "`x` and `y` must be arrays with the same first dimension. "
             f"Received: x.shape={x.shape}, y.shape={y.shape}"
         )
-    batch_size = _check_positive_int("batch_size", batch_size)
-    seed = _check_seed(seed)
+    batch_size = check_positive_int("batch_size", batch_size)
+    seed = check_non_negative_int("seed", seed)
     tf = _tf.import_tensorflow()
     dataset = tf.data.Dataset.from_tensor_slices((x, y))
     if shuffle:

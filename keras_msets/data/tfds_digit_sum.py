@@ -47,9 +47,9 @@ import re
 import numpy as np
 
 from keras_msets.data import _tf
-from keras_msets.data.digit_sum import _check_positive_int
 from keras_msets.data.digit_sum import digit_sum_test_sets
 from keras_msets.data.digit_sum import digit_sum_train_dev
+from keras_msets.utils.validation import check_positive_int
 
 _PAPER_TEST_LENGTHS = tuple(range(5, 100, 5))
 
@@ -268,11 +268,11 @@ def load_digit_sum_tfds(
         raise ValueError(
             f"`split` must be a non-empty string. Received: split={split!r}"
         )
-    batch_size = _check_positive_int("batch_size", batch_size)
+    batch_size = check_positive_int("batch_size", batch_size)
     builder = digit_sum_builder(data_dir=data_dir, config=task)
     width = _split_width(split, builder.builder_config)
     if pad_to is not None:
-        pad_to = _check_positive_int("pad_to", pad_to)
+        pad_to = check_positive_int("pad_to", pad_to)
         if width is not None and pad_to < width:
             raise ValueError(
                 f"`pad_to` must be >= the longest sequence of split "
