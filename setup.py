@@ -24,7 +24,11 @@ setup(
     packages=PACKAGES,
     package_dir={"keras_msets._presets": "zoo"},
     package_data={
-        f"keras_msets._presets.{name}": ["*.json", "*.h5", "*.md", "*.txt"]
-        for name in PRESETS
+        # The model card template of keras_msets.training.card.
+        "keras_msets.training": ["*.md"],
+        **{
+            f"keras_msets._presets.{name}": ["*.json", "*.h5", "*.md", "*.txt"]
+            for name in PRESETS
+        },
     },
 )
