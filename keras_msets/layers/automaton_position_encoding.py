@@ -3,6 +3,10 @@ import math
 import keras
 from keras import ops
 
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_positive_float
+from keras_msets.utils.validation import check_positive_int
+
 MODES = (
     "diagonal_polar_fixed",
     "diagonal_polar_learned",
@@ -206,33 +210,16 @@ class AutomatonPositionEncoding(keras.layers.Layer):
 
     def __init__(self, mode, max_length=None, max_wavelength=10000, **kwargs):
         super().__init__(**kwargs)
-        if mode not in MODES:
-            raise ValueError(
-                f"`mode` must be one of {MODES}. Received: mode={mode!r}"
-            )
-        if max_length is not None and (
-            isinstance(max_length, bool)
-            or not isinstance(max_length, int)
-            or max_length < 1
-        ):
-            raise ValueError(
-                "`max_length` must be a positive integer or None. "
-                f"Received: max_length={max_length!r}"
-            )
+        check_choice("mode", mode, MODES)
+        max_length = check_positive_int(
+            "max_length", max_length, allow_none=True
+        )
         if mode in _PER_POSITION_MODES and max_length is None:
             raise ValueError(
                 f"`max_length` is required for mode={mode!r} (one vector "
                 "per position). Received: max_length=None"
             )
-        if (
-            isinstance(max_wavelength, bool)
-            or not isinstance(max_wavelength, (int, float))
-            or not max_wavelength > 0
-        ):
-            raise ValueError(
-                "`max_wavelength` must be a positive number. "
-                f"Received: max_wavelength={max_wavelength!r}"
-            )
+        check_positive_float("max_wavelength", max_wavelength)
         self.mode = mode
         self.max_length = max_length
         self.max_wavelength = max_wavelength

@@ -1,22 +1,11 @@
 import keras
-import numpy as np
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_positive_int
 
 PADDINGS = ("valid", "same")
-
-
-def _check_positive_int(value, name):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value <= 0
-    ):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
 
 
 def _single_int(value, name):
@@ -28,7 +17,7 @@ def _single_int(value, name):
                 f"positive integer. Received: {name}={value!r}"
             )
         value = value[0]
-    return _check_positive_int(value, name)
+    return check_positive_int(name, value)
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -122,16 +111,11 @@ class ComplexConv1D(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.filters = _check_positive_int(filters, "filters")
+        self.filters = check_positive_int("filters", filters)
         self.kernel_size = _single_int(kernel_size, "kernel_size")
         self.strides = _single_int(strides, "strides")
         normalized = padding.lower() if isinstance(padding, str) else padding
-        if normalized not in PADDINGS:
-            raise ValueError(
-                f"`padding` must be one of {PADDINGS}. "
-                f"Received: padding={padding!r}"
-            )
-        self.padding = normalized
+        self.padding = check_choice("padding", normalized, PADDINGS)
         self.activation = keras.activations.get(activation)
         self.use_bias = bool(use_bias)
         self.shared_weights = bool(shared_weights)

@@ -1,8 +1,8 @@
 import keras
-import numpy as np
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -67,15 +67,7 @@ class ComplexDense(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if (
-            isinstance(units, bool)
-            or not isinstance(units, (int, np.integer))
-            or units <= 0
-        ):
-            raise ValueError(
-                f"`units` must be a positive integer. Received: units={units!r}"
-            )
-        self.units = int(units)
+        self.units = check_positive_int("units", units)
         self.activation = keras.activations.get(activation)
         self.use_bias = bool(use_bias)
         self.shared_weights = bool(shared_weights)

@@ -1,22 +1,11 @@
 import keras
-import numpy as np
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_positive_int
 
 GATE_PRODUCTS = ("complex", "split")
-
-
-def _check_positive_int(value, name):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value <= 0
-    ):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
 
 
 def _complex_matmul(x_re, x_im, a, b, shared):
@@ -92,17 +81,14 @@ class ComplexLSTMCell(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = _check_positive_int(units, "units")
+        self.units = check_positive_int("units", units)
         self.activation = keras.activations.get(activation)
         self.recurrent_activation = keras.activations.get(recurrent_activation)
         self.use_bias = bool(use_bias)
         self.shared_weights = bool(shared_weights)
-        if gate_product not in GATE_PRODUCTS:
-            raise ValueError(
-                f"`gate_product` must be one of {GATE_PRODUCTS}. "
-                f"Received: gate_product={gate_product!r}"
-            )
-        self.gate_product = gate_product
+        self.gate_product = check_choice(
+            "gate_product", gate_product, GATE_PRODUCTS
+        )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(
             recurrent_initializer

@@ -4,9 +4,10 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.layers._multihead_attention_block import check_dropout
-from keras_msets.layers._multihead_attention_block import check_positive_int
 from keras_msets.layers.complex_dense import ComplexDense
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rate
 
 
 def complex_units(shape, name):
@@ -18,13 +19,6 @@ def complex_units(shape, name):
             f"a known, even last axis. Received: {name}.shape={shape}"
         )
     return shape[-1] // 2
-
-
-def check_bool(value, name):
-    """Raises a ValueError unless `value` is a bool."""
-    if not isinstance(value, bool):
-        raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
-    return value
 
 
 def _zero_padding(x, mask):
@@ -159,9 +153,9 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
         self.output_dim = check_positive_int(
             "output_dim", output_dim, allow_none=True
         )
-        self.dropout = check_dropout(dropout)
-        self.use_bias = check_bool(use_bias, "use_bias")
-        self.shared_weights = check_bool(shared_weights, "shared_weights")
+        self.dropout = check_rate("dropout", dropout)
+        self.use_bias = check_bool("use_bias", use_bias)
+        self.shared_weights = check_bool("shared_weights", shared_weights)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True

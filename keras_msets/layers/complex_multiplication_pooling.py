@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.utils.validation import check_choice
 
 INPUT_FORMATS = ("log_polar", "complex")
 OUTPUT_FORMATS = ("log_polar", "complex")
@@ -73,16 +74,8 @@ class ComplexMultiplicationPooling(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if input_format not in INPUT_FORMATS:
-            raise ValueError(
-                f"`input_format` must be one of {INPUT_FORMATS}. "
-                f"Received: input_format={input_format!r}"
-            )
-        if output_format not in OUTPUT_FORMATS:
-            raise ValueError(
-                f"`output_format` must be one of {OUTPUT_FORMATS}. "
-                f"Received: output_format={output_format!r}"
-            )
+        check_choice("input_format", input_format, INPUT_FORMATS)
+        check_choice("output_format", output_format, OUTPUT_FORMATS)
         self.input_format = input_format
         self.output_format = output_format
         self.use_initial_weights = bool(use_initial_weights)

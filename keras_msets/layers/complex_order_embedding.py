@@ -3,32 +3,13 @@ import numpy as np
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_positive_int
 
 SHARING_SCHEMES = ("none", "word", "dimension")
 # Sinusoidal frequencies `max_wavelength ** (-2 k / d_model)`, as in
 # Vaswani et al. and KerasHub's `SinePositionEncoding`.
 _MAX_WAVELENGTH = 10000.0
-
-
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    if value <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
-
-
-def _check_sharing(value, name):
-    if value not in SHARING_SCHEMES:
-        raise ValueError(
-            f"`{name}` must be one of {SHARING_SCHEMES}. "
-            f"Received: {name}={value!r}"
-        )
-    return value
 
 
 def _parameter_shape(sharing, input_dim, output_dim):
@@ -166,13 +147,13 @@ class ComplexOrderEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.input_dim = _check_positive_int(input_dim, "input_dim")
-        self.output_dim = _check_positive_int(output_dim, "output_dim")
-        self.frequency_sharing = _check_sharing(
-            frequency_sharing, "frequency_sharing"
+        self.input_dim = check_positive_int("input_dim", input_dim)
+        self.output_dim = check_positive_int("output_dim", output_dim)
+        self.frequency_sharing = check_choice(
+            "frequency_sharing", frequency_sharing, SHARING_SCHEMES
         )
-        self.amplitude_sharing = _check_sharing(
-            amplitude_sharing, "amplitude_sharing"
+        self.amplitude_sharing = check_choice(
+            "amplitude_sharing", amplitude_sharing, SHARING_SCHEMES
         )
         self.use_initial_phase = bool(use_initial_phase)
         if frequency_initializer == "sinusoidal":

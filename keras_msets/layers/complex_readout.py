@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.utils.validation import check_choice
 
 READOUT_MODES = ("modulus", "l2", "concat")
 
@@ -63,11 +64,7 @@ class ComplexReadout(keras.layers.Layer):
 
     def __init__(self, mode="modulus", **kwargs):
         super().__init__(**kwargs)
-        if mode not in READOUT_MODES:
-            raise ValueError(
-                f"`mode` must be one of {READOUT_MODES}. Received: "
-                f"mode={mode!r}"
-            )
+        check_choice("mode", mode, READOUT_MODES)
         self.mode = mode
         self.supports_masking = True
 

@@ -2,15 +2,15 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.layers._multihead_attention_block import check_dropout
-from keras_msets.layers._multihead_attention_block import check_epsilon
-from keras_msets.layers._multihead_attention_block import check_positive_int
 from keras_msets.layers.complex_dense import ComplexDense
 from keras_msets.layers.complex_multi_head_attention import (
     ComplexMultiHeadAttention,
 )
-from keras_msets.layers.complex_multi_head_attention import check_bool
 from keras_msets.layers.complex_multi_head_attention import complex_units
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_positive_float
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -119,14 +119,16 @@ class ComplexTransformerEncoder(keras.layers.Layer):
             "intermediate_dim", intermediate_dim
         )
         self.num_heads = check_positive_int("num_heads", num_heads)
-        self.dropout = check_dropout(dropout)
+        self.dropout = check_rate("dropout", dropout)
         self.activation = keras.activations.get(activation)
-        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+        self.layer_norm_epsilon = check_positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.normalize_first = check_bool(normalize_first, "normalize_first")
+        self.normalize_first = check_bool("normalize_first", normalize_first)
         self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
-        self.shared_weights = check_bool(shared_weights, "shared_weights")
+        self.shared_weights = check_bool("shared_weights", shared_weights)
         self.supports_masking = True
 
     def _key_dim(self, units):

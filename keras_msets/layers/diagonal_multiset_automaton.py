@@ -5,13 +5,8 @@ from keras_msets.layers.complex_multiplication_pooling import OUTPUT_FORMATS
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
 )
-
-
-def _check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_positive_int
 
 
 def _tiny_initializer():
@@ -101,15 +96,9 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _check_positive_int("alphabet_size", alphabet_size)
-        _check_positive_int("num_states", num_states)
-        if output_format not in OUTPUT_FORMATS:
-            raise ValueError(
-                f"`output_format` must be one of {OUTPUT_FORMATS}. "
-                f"Received: output_format={output_format!r}"
-            )
-        self.alphabet_size = alphabet_size
-        self.num_states = num_states
+        self.alphabet_size = check_positive_int("alphabet_size", alphabet_size)
+        self.num_states = check_positive_int("num_states", num_states)
+        check_choice("output_format", output_format, OUTPUT_FORMATS)
         self.mask_zero = bool(mask_zero)
         self.use_initial_weights = bool(use_initial_weights)
         self.unit_modulus = bool(unit_modulus)

@@ -1,6 +1,7 @@
 import keras
 
 from keras_msets import ops as msets_ops
+from keras_msets.utils.validation import check_choice
 
 _REDUCTIONS = {
     "sum": msets_ops.masked_sum,
@@ -47,11 +48,7 @@ class MaskedSetPooling(keras.layers.Layer):
 
     def __init__(self, reduction="sum", **kwargs):
         super().__init__(**kwargs)
-        if reduction not in _REDUCTIONS:
-            raise ValueError(
-                f"`reduction` must be one of {tuple(_REDUCTIONS)}. "
-                f"Received: reduction={reduction!r}"
-            )
+        check_choice("reduction", reduction, _REDUCTIONS)
         self.reduction = reduction
         self.supports_masking = True
 

@@ -15,6 +15,8 @@ import numpy as np
 from keras import ops
 from keras.backend import standardize_dtype
 
+from keras_msets.utils.validation import check_int
+
 MASK_LOGIT = -1e9
 """Logit for masked attention positions: large, negative and finite.
 
@@ -25,10 +27,7 @@ row instead and `exp(-1e9 - max)` is exactly 0 whenever a valid logit exists.
 
 def _normalize_axis(axis, ndim, name="axis"):
     """Checks that `axis` indexes a tensor of rank `ndim`; returns it >= 0."""
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise ValueError(
-            f"`{name}` must be an integer. Received: {name}={axis!r}"
-        )
+    axis = check_int(name, axis)
     if not -ndim <= axis < ndim:
         raise ValueError(
             f"`{name}` must be in [{-ndim}, {ndim}) for a tensor of rank "
