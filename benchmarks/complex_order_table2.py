@@ -59,8 +59,8 @@ import numpy as np
 
 from keras_msets.data import text as text_data
 from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
-from keras_msets.models.text import recipe
 from keras_msets.models.text.classifiers import ARCHITECTURES
+from keras_msets.training import text_classification as recipe
 
 HERE = Path(__file__).parent
 FIXTURE_MR = HERE.parent / "tests" / "data" / "fixtures" / "mr_sample.csv"

@@ -9,7 +9,7 @@ with the amplitude shared across dimensions (r_{j,.}) or across words
 real and imaginary parts of W^{Q/K/V} share their weights
 (Re W = Im W), and reports parameters and accuracy of each row.
 
-This script runs those rows with `keras_msets.models.text.recipe.
+This script runs those rows with `keras_msets.training.text_classification.
 cross_validate` and the Transformer settings of our Table 2 run
 (`benchmarks/complex_order_table2.py`: d = 64, 4 heads, inner size 128,
 random initial vectors, Adam 1e-3, batch 64, at most 8 epochs, early
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import keras
 
-from keras_msets.models.text import recipe
 from keras_msets.testing import load_script
+from keras_msets.training import text_classification as recipe
 
 HERE = Path(__file__).parent
 

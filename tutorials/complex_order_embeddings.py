@@ -65,7 +65,7 @@ import matplotlib.pyplot as plt
 
 import keras_msets
 from keras_msets.layers.complex_order_embedding import sinusoidal_frequencies
-from keras_msets.models.text import recipe
+from keras_msets.training import text_classification as recipe
 
 SMOKE = os.environ.get("KERAS_MSETS_SMOKE") == "1"
 OUTPUT_DIR = os.environ.get("KERAS_MSETS_TUTORIAL_DIR", ".")

@@ -1,4 +1,4 @@
-"""Training recipe of the Table 2 text classifiers (Wang et al., ICLR 2020).
+"""Training of the Table 2 text classifiers (Wang et al., ICLR 2020).
 
 `cross_validate()` scores one architecture x embedding pair by k-fold cross
 validation, the protocol of the paper for MR, SUBJ, CR and MPQA ("CV" in
@@ -35,6 +35,8 @@ from keras_msets.data import text as text_data
 from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
 from keras_msets.models.text.classifiers import ARCHITECTURES
 from keras_msets.models.text.classifiers import build_text_classifier
+from keras_msets.training.text_splits import stratified_split
+from keras_msets.utils import validation
 
 # How the paper's tables name the embeddings.
 EMBEDDING_NAMES = {
@@ -55,41 +57,16 @@ DEFAULTS = {
 }
 
 
-def _check_choice(value, choices, name):
-    if value not in choices:
-        raise ValueError(
-            f"`{name}` must be one of {choices}. Received: {name}={value!r}"
-        )
-
-
-def _check_fraction(value, name):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0 < value < 1
-    ):
-        raise ValueError(
-            f"`{name}` must be a number in (0, 1). Received: {name}={value!r}"
-        )
-    return float(value)
-
-
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    if value <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
+def _check_open_fraction(name, value):
+    return validation.check_float(
+        name, value, low=0, high=1, low_inclusive=False, high_inclusive=False
+    )
 
 
 def _check_inputs(architecture, embedding, texts, labels):
     """Validated (texts as strings, int32 labels) of one training run."""
-    _check_choice(architecture, ARCHITECTURES, "architecture")
-    _check_choice(embedding, EMBEDDING_VARIANTS, "embedding")
+    validation.check_choice("architecture", architecture, ARCHITECTURES)
+    validation.check_choice("embedding", embedding, EMBEDDING_VARIANTS)
     texts = [str(t) for t in texts]
     labels = np.asarray(labels).astype(np.int32)
     if labels.ndim != 1 or len(labels) != len(texts):
@@ -98,38 +75,6 @@ def _check_inputs(architecture, embedding, texts, labels):
             f"{len(texts)} texts and labels of shape {labels.shape}"
         )
     return texts, labels
-
-
-def stratified_split(labels, fraction, seed=0):
-    """Splits indices into `(keep, held_out)`, stratified by class.
-
-    From every class, `round(fraction * class size)` indices (at least one
-    when the class has two or more) are held out at random
-    (`np.random.default_rng(seed)`).
-
-    Args:
-        labels: 1-D integer labels.
-        fraction: number in (0, 1), the share held out.
-        seed: integer seed.
-
-    Returns:
-        Two sorted int64 index arrays.
-    """
-    fraction = _check_fraction(fraction, "fraction")
-    labels = np.asarray(labels)
-    rng = np.random.default_rng(seed)
-    held_out = []
-    for label in np.unique(labels):
-        members = np.flatnonzero(labels == label)
-        count = int(round(fraction * len(members)))
-        if len(members) >= 2:
-            count = min(max(count, 1), len(members) - 1)
-        else:
-            count = 0
-        held_out.append(rng.permutation(members)[:count])
-    held_out = np.sort(np.concatenate(held_out)).astype(np.int64)
-    keep = np.setdiff1d(np.arange(len(labels)), held_out).astype(np.int64)
-    return keep, held_out
 
 
 def _vectorize(train_texts, other_texts, sequence_length, max_tokens, std):
@@ -211,41 +156,34 @@ def _fit(
     return model, history.history
 
 
-def _settings(
-    epochs,
-    batch_size,
-    learning_rate,
-    patience,
-    validation_fraction,
-    sequence_length,
-    max_tokens,
-    standardize,
-    glove,
-    glove_path,
-    embedding_dim,
-    seed,
-    run_eagerly,
-    verbose,
-):
+def _settings(arguments):
+    """The validated training settings among a caller's `arguments`.
+
+    `cross_validate` and `train_final` share these keyword arguments and
+    pass their `locals()`.
+    """
+    a = arguments
     return {
-        "epochs": _check_positive_int(epochs, "epochs"),
-        "batch_size": _check_positive_int(batch_size, "batch_size"),
-        "learning_rate": float(learning_rate),
-        "patience": _check_positive_int(patience, "patience"),
-        "validation_fraction": _check_fraction(
-            validation_fraction, "validation_fraction"
+        "epochs": validation.check_positive_int("epochs", a["epochs"]),
+        "batch_size": validation.check_positive_int(
+            "batch_size", a["batch_size"]
         ),
-        "sequence_length": _check_positive_int(
-            sequence_length, "sequence_length"
+        "learning_rate": float(a["learning_rate"]),
+        "patience": validation.check_positive_int("patience", a["patience"]),
+        "validation_fraction": _check_open_fraction(
+            "validation_fraction", a["validation_fraction"]
         ),
-        "max_tokens": max_tokens,
-        "standardize": standardize,
-        "glove": bool(glove),
-        "glove_path": None if glove_path is None else str(glove_path),
-        "embedding_dim": embedding_dim,
-        "seed": int(seed),
-        "run_eagerly": bool(run_eagerly),
-        "verbose": verbose,
+        "sequence_length": validation.check_positive_int(
+            "sequence_length", a["sequence_length"]
+        ),
+        "max_tokens": a["max_tokens"],
+        "standardize": a["standardize"],
+        "glove": bool(a["glove"]),
+        "glove_path": None if a["glove_path"] is None else str(a["glove_path"]),
+        "embedding_dim": a["embedding_dim"],
+        "seed": int(a["seed"]),
+        "run_eagerly": bool(a["run_eagerly"]),
+        "verbose": a["verbose"],
         "backend": keras.backend.backend(),
     }
 
@@ -335,22 +273,7 @@ def cross_validate(
     """
     texts, labels = _check_inputs(architecture, embedding, texts, labels)
     num_classes = int(labels.max()) + 1
-    settings = _settings(
-        epochs,
-        batch_size,
-        learning_rate,
-        patience,
-        validation_fraction,
-        sequence_length,
-        max_tokens,
-        standardize,
-        glove,
-        glove_path,
-        embedding_dim,
-        seed,
-        run_eagerly,
-        verbose,
-    )
+    settings = _settings(locals())
     splits = text_data.stratified_folds(labels, n_folds=n_folds, seed=seed)
     fold_indices = list(range(n_folds)) if folds is None else list(folds)
     for index in fold_indices:
@@ -467,9 +390,9 @@ def train_final(
     early stopping, GloVe initialises the word vectors when `glove=True`.
     When `test_texts` and `test_labels` are given, the test accuracy is
     measured too. Save the result with
-    `keras_msets.zoo.registry.save_preset(result["model"], ...,
-    extra={"vocabulary": result["vocabulary"]})`: the vocabulary maps words
-    to the model's ids.
+    `keras_msets.training.preset_io.save_preset` and ship
+    `result["vocabulary"]` beside it: the vocabulary maps words to the
+    model's ids.
 
     Args:
         architecture, embedding, texts, labels: as in `cross_validate`.
@@ -499,22 +422,7 @@ def train_final(
             f"one label per text. Received {len(test_texts)} texts and "
             f"{len(test_labels)} labels"
         )
-    settings = _settings(
-        epochs,
-        batch_size,
-        learning_rate,
-        patience,
-        validation_fraction,
-        sequence_length,
-        max_tokens,
-        standardize,
-        glove,
-        glove_path,
-        embedding_dim,
-        seed,
-        run_eagerly,
-        verbose,
-    )
+    settings = _settings(locals())
     start = time.perf_counter()
     fit_idx, val_idx = stratified_split(
         labels, settings["validation_fraction"], seed=seed

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 
 from keras_msets.data import text as text_data
-from keras_msets.models.text import recipe as text_recipe
+from keras_msets.training import text_classification as text_recipe
 
 VOCABULARY_FILE = "vocabulary.txt"
 N_FOLDS = 10

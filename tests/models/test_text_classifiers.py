@@ -317,7 +317,7 @@ def _mr_fixture():
 
 class RecipeTest(testing.TestCase):
     def test_stratified_split(self):
-        from keras_msets.models.text.recipe import stratified_split
+        from keras_msets.training.text_classification import stratified_split
 
         labels = np.array([0] * 20 + [1] * 10 + [2] * 1)
         keep, held = stratified_split(labels, 0.1, seed=3)
@@ -329,7 +329,7 @@ class RecipeTest(testing.TestCase):
             stratified_split(labels, 1.5)
 
     def test_cross_validate_with_glove(self):
-        from keras_msets.models.text.recipe import cross_validate
+        from keras_msets.training.text_classification import cross_validate
 
         texts, labels = _mr_fixture()
         result = cross_validate(
@@ -353,7 +353,7 @@ class RecipeTest(testing.TestCase):
             cross_validate("cnn", "none", texts, labels, n_folds=2, folds=[2])
 
     def test_train_final(self):
-        from keras_msets.models.text.recipe import train_final
+        from keras_msets.training.text_classification import train_final
 
         texts, labels = _mr_fixture()  # 12 positive, then 12 negative
         test = np.isin(np.arange(len(texts)), [0, 1, 12, 13])
