@@ -3,7 +3,7 @@
 Both panels: task 1 (sum of digits) and task 2 (units digit of the sum),
 for Complex DeepSets, DeepSets, LSTM and GRU. The two DeepSets models are
 the zoo presets (trained by their recipes); the LSTM and GRU are trained
-here with the same recipe (`keras_msets.zoo.digit_sum_recipe.fit`), capped
+here with the same recipe (`keras_msets.training.tasks.DigitSumTask`), capped
 at `--rnn-epochs` epochs because recurrent layers are slow on 2 CPU cores.
 
     KERAS_BACKEND=jax python benchmarks/figure3_digit_sum.py \
@@ -27,7 +27,8 @@ import matplotlib.pyplot as plt
 
 from keras_msets import models
 from keras_msets import zoo
-from keras_msets.zoo import digit_sum_recipe
+from keras_msets.training.tasks import DigitSumTask
+from keras_msets.training.tasks import digit_sum
 
 HERE = Path(__file__).parent
 TASKS = {"sum": "Task 1: sum", "units_digit": "Task 2: units digit"}
@@ -52,24 +53,20 @@ def main():
     results = {}
     for task in TASKS:
         results[task] = {}
+        digits = DigitSumTask(task, num_per_length=args.num_per_length)
         for label, preset in PRESETS[task].items():
             model = zoo.load(preset)
-            results[task][label] = digit_sum_recipe.evaluate(
-                model, task, num_per_length=args.num_per_length, verbose=0
-            )
+            results[task][label] = digits.evaluate(model, verbose=0)
         for rnn_type, label in (("lstm", "LSTM"), ("gru", "GRU")):
             model = models.RecurrentBaseline(rnn_type)
-            history, seconds = digit_sum_recipe.fit(
-                model, task, epochs=args.rnn_epochs, verbose=2
-            )
-            metrics = digit_sum_recipe.evaluate(
-                model, task, num_per_length=args.num_per_length, verbose=0
-            )
-            metrics["epochs_run"] = len(history.history["loss"])
-            metrics["train_seconds"] = round(seconds, 1)
+            budget = digits.budget({"epochs": args.rnn_epochs})
+            fit = digits.fit(model, budget, output_dir=None, verbose=2)
+            metrics = digits.evaluate(model, verbose=0)
+            metrics["epochs_run"] = fit["epochs_run"]
+            metrics["train_seconds"] = fit["seconds"]
             results[task][label] = metrics
         print(f"\n{TASKS[task]} ({keras.backend.backend()})")
-        print(digit_sum_recipe.format_accuracy_table(results[task]))
+        print(digit_sum.format_accuracy_table(results[task]))
 
     out = HERE / "results"
     out.mkdir(exist_ok=True)

@@ -16,7 +16,7 @@ import keras
 
 from keras_msets import data
 from keras_msets import zoo
-from keras_msets.zoo import digit_sum_recipe
+from keras_msets.training.tasks import digit_sum
 
 MODELS = ("complex_deepsets_units_digit", "deepsets_units_digit")
 
@@ -30,7 +30,7 @@ def main(argv=None):
     names = [name for name in MODELS if name in zoo.list()]
     print(f"keras_msets demo on backend {keras.backend.backend()}")
     print("task: the units digit of a sum of digits 1-9 (fresh test data)")
-    lengths = digit_sum_recipe.TEST_LENGTHS + (digit_sum_recipe.LONG_LENGTH,)
+    lengths = digit_sum.TEST_LENGTHS + (digit_sum.LONG_LENGTH,)
     test_sets = data.digit_sum_test_sets(
         task="units_digit",
         lengths=lengths,

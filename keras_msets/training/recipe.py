@@ -30,7 +30,7 @@ and the shared machinery does the rest: `RECIPE.train()` builds the model
 (`python zoo/<name>/recipe.py --help`).
 
 Training never destroys a preset: by default it writes into a new folder
-`runs/<name>-<date>-<time>` under the current directory, and it refuses to
+`runs/<date>-<time>/<name>` under the current directory, and it refuses to
 write into an existing non-empty folder, a preset folder, the repository's
 `zoo/` folder or the installed presets unless `overwrite=True`
 (`--overwrite`) is passed.
@@ -47,12 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from keras_msets.training import card as card_lib
+from keras_msets.training import preset_io
 from keras_msets.training.task import Task
 
 ZOO_DIR_ENV = "KERAS_MSETS_ZOO_DIR"
 # A folder holding either file is a preset (or a half-written one).
-_PRESET_FILES = ("config.json", "metadata.json")
-WEIGHTS_FILE = "model.weights.h5"
+_PRESET_FILES = (preset_io.CONFIG_FILE, preset_io.METADATA_FILE)
+WEIGHTS_FILE = preset_io.WEIGHTS_FILE
 
 
 def preset_roots():
@@ -86,9 +87,12 @@ def preset_folder(name_or_path):
 
 
 def default_output_dir(name):
-    """`runs/<name>-<YYYYmmdd-HHMMSS>` under the current directory."""
+    """`runs/<YYYYmmdd-HHMMSS>/<name>` under the current directory.
+
+    The folder carries the preset's name, which its metadata records.
+    """
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path.cwd() / "runs" / f"{name}-{stamp}"
+    return Path.cwd() / "runs" / stamp / name
 
 
 def check_output_dir(output_dir, overwrite=False):
@@ -122,23 +126,6 @@ def check_output_dir(output_dir, overwrite=False):
             f"Received: output_dir={str(output_dir)!r}"
         )
     return path
-
-
-def _save_preset(model, output_dir, **kwargs):
-    """Write the preset folder with the shared preset file format."""
-    try:
-        from keras_msets.training import preset_io
-    except ImportError:  # the format still lives in the zoo registry
-        from keras_msets.zoo import registry
-
-        extra = dict(kwargs.pop("extra") or {})
-        extra["task"] = kwargs.pop("task")
-        serves = kwargs.pop("serves")
-        if serves is not None:
-            extra["serves"] = serves
-        kwargs.pop("overwrite")
-        return registry.save_preset(model, output_dir, extra=extra, **kwargs)
-    return preset_io.save_preset(model, output_dir, **kwargs)
 
 
 def _distribution_scope(data_parallel):
@@ -216,7 +203,7 @@ class Recipe:
 
         Args:
             output_dir: the folder to write (default:
-                `runs/<name>-<date>-<time>` under the current directory).
+                `runs/<date>-<time>/<name>` under the current directory).
             overwrite: allow writing into an existing folder, a preset
                 folder or the installed presets.
             verbose: Keras verbosity of `fit` and `evaluate`.
@@ -242,7 +229,7 @@ class Recipe:
             fit["start_from"] = str(self.start_from)
         metrics = self.task.evaluate(model, verbose=verbose)
         metrics["fit"] = fit
-        _save_preset(
+        preset_io.save_preset(
             model,
             path,
             data=self.task.data_description(budget),
@@ -255,7 +242,7 @@ class Recipe:
             overwrite=True,  # `check_output_dir` decided above
         )
         if self.source is not None:
-            shutil.copyfile(self.source, path / "recipe.py")
+            shutil.copyfile(self.source, path / preset_io.RECIPE_FILE)
         return path
 
     def argument_parser(self):
@@ -266,7 +253,7 @@ class Recipe:
         parser.add_argument(
             "--output-dir",
             default=None,
-            help="folder to write (default: runs/<name>-<date>-<time>)",
+            help="folder to write (default: runs/<date>-<time>/<name>)",
         )
         parser.add_argument(
             "--overwrite",

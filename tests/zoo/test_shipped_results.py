@@ -6,9 +6,9 @@ import pytest
 
 from keras_msets import data
 from keras_msets import zoo
-from keras_msets.zoo import digit_sum_recipe
+from keras_msets.training.tasks import digit_sum
 
-LENGTHS = digit_sum_recipe.TEST_LENGTHS
+LENGTHS = digit_sum.TEST_LENGTHS
 
 # (task, lowest accuracy allowed at every length 5-95, highest allowed).
 TARGETS = {

@@ -1,32 +1,31 @@
 """Recipe of the `complex_deepsets_digit_sum` preset.
 
-Complex DeepSets (DeBenedetto & Chiang, Sec. 5.1; 50 stored states) trained
-on task 1 (the sum of digits 1-9) by the paper's recipe in
-`keras_msets.zoo.digit_sum_recipe`. Re-run it end to end with
+Complex DeepSets (DeBenedetto & Chiang, Sec. 5.1; 50 stored states)
+trained on task 1, the sum of digits 1-9, by the paper's recipe
+(`keras_msets.training.tasks.DigitSumTask`). Re-run it with
 
     KERAS_BACKEND=jax python zoo/complex_deepsets_digit_sum/recipe.py
 
-or `keras-msets zoo train complex_deepsets_digit_sum`; it writes the
-preset folder (default: next to this file, replacing the shipped preset).
+(a new folder under runs/; `--help` lists the options).
 """
 
-from pathlib import Path
-
 from keras_msets.models import ComplexDeepSets
-from keras_msets.zoo import digit_sum_recipe
+from keras_msets.training import Recipe
+from keras_msets.training.tasks import DigitSumTask
 
 NAME = "complex_deepsets_digit_sum"
-TASK = "sum"
 
-
-def build_model():
-    return ComplexDeepSets(vocabulary_size=10, num_states=50, name=NAME)
-
-
-evaluate, train = digit_sum_recipe.recipe_functions(
-    NAME, TASK, build_model, Path(__file__).parent
+RECIPE = Recipe(
+    name=NAME,
+    task=DigitSumTask("sum"),
+    build_model=lambda: ComplexDeepSets(
+        vocabulary_size=10, num_states=50, name=NAME
+    ),
+    summary='ComplexDeepSets (DeBenedetto & Chiang, "Representing Unordered '
+    'Data Using Complex-Weighted Multiset Automata", ICML 2020, Sec. 5) '
+    "trained to predict the sum of a multiset of digits 1-9 (task 1).",
+    source=__file__,
 )
 
-
 if __name__ == "__main__":
-    digit_sum_recipe.run_from_command_line(train, __doc__.splitlines()[0])
+    RECIPE.main()

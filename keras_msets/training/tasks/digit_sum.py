@@ -26,12 +26,6 @@ TEST_LENGTHS = tuple(range(5, 100, 5))
 LONG_LENGTH = 500
 TEST_SEED = 1
 
-_TARGET_TEXT = {
-    "sum": "the sum of a multiset of digits 1-9 (task 1)",
-    "units_digit": "the units digit of the sum of a multiset of digits 1-9 "
-    "(task 2)",
-}
-
 # What the paper reports for each model family on each target.
 PAPER_RESULT = {
     ("ComplexDeepSets", "sum"): "100% at every length 5-95 (Fig. 3, left)",
@@ -226,8 +220,8 @@ prediction = model.predict(digits)  # round() it for the integer answer
 
 - Input: int32 `[batch, length]`, digits 1-9, `0` = padding, any length
   (padding may sit anywhere: it is masked).
-- Output: float32 `[batch, 1]`, a real-valued prediction of
-  {_TARGET_TEXT[self.target]}; accuracy is `round(prediction) == target`."""
+- Output: float32 `[batch, 1]`, a real-valued prediction of the target
+  ({self.target}); accuracy is `round(prediction) == target`."""
 
     def training_text(self, recipe, metrics):
         budget = self.budget(recipe.budget)
@@ -259,7 +253,7 @@ prediction = model.predict(digits)  # round() it for the integer answer
             "- mean accuracy over lengths 5-95: "
             f"{metrics['mean_accuracy_5_95']:.4f}",
             f"- accuracy at length {LONG_LENGTH} ({self.long_num:,} "
-            "sequences, ten times longer than any training sequence): "
+            "sequences, ten times longer\n  than any training sequence): "
             f"{metrics[f'accuracy_len_{LONG_LENGTH}']:.4f}",
         ]
         if paper:
