@@ -1,57 +1,43 @@
 """The multihead attention block (MAB) shared by the set attention layers.
 
 Private: `SetAttentionBlock`, `InducedSetAttentionBlock` and
-`PoolingByMultiheadAttention` each own one or two of these blocks; its
-attribute names (`attention`, `attention_norm`, `ff_hidden`, `ff_output`,
-`output_norm`) key the weight files and are frozen.
+`PoolingByMultiheadAttention` each own one or two of these blocks, and the
+multi-set blocks use it as their pair block; its attribute names
+(`attention`, `attention_norm`, `ff_hidden`, `ff_output`, `output_norm`)
+key the weight files and are frozen.
 """
 
 import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.layers._feed_forward_block import FeedForwardBlock
+from keras_msets.utils import validation
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rate
 
-
-def check_positive_int(name, value, allow_none=False):
-    """Raises a ValueError unless `value` is a positive integer (or None)."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        kind = (
-            "a positive integer or None"
-            if allow_none
-            else ("a positive integer")
-        )
-        raise ValueError(f"`{name}` must be {kind}. Received: {name}={value!r}")
-    return int(value)
+__all__ = [
+    "BLOCK_ARGUMENTS",
+    "MultiheadAttentionBlock",
+    "block_arguments",
+    "check_dropout",
+    "check_epsilon",
+    "check_positive_int",
+    "check_set_shape",
+    "zero_padding",
+]
 
 
 def check_dropout(dropout):
-    """Raises a ValueError unless `0 <= dropout < 1`."""
-    if (
-        isinstance(dropout, bool)
-        or not isinstance(dropout, (int, float))
-        or not 0.0 <= dropout < 1.0
-    ):
-        raise ValueError(
-            "`dropout` must be a float in [0, 1). "
-            f"Received: dropout={dropout!r}"
-        )
-    return float(dropout)
+    """`check_rate("dropout", dropout)`, kept for the layers that use it."""
+    return check_rate("dropout", dropout)
 
 
 def check_epsilon(layer_norm_epsilon):
-    """Raises a ValueError unless `layer_norm_epsilon` is a positive float."""
-    if (
-        isinstance(layer_norm_epsilon, bool)
-        or not isinstance(layer_norm_epsilon, (int, float))
-        or not layer_norm_epsilon > 0
-    ):
-        raise ValueError(
-            "`layer_norm_epsilon` must be a positive float. Received: "
-            f"layer_norm_epsilon={layer_norm_epsilon!r}"
-        )
-    return float(layer_norm_epsilon)
+    """A positive `layer_norm_epsilon`, kept for the layers that use it."""
+    return validation.check_positive_float(
+        "layer_norm_epsilon", layer_norm_epsilon
+    )
 
 
 def check_set_shape(input_shape, name="inputs"):
@@ -66,16 +52,20 @@ def check_set_shape(input_shape, name="inputs"):
 
 
 def zero_padding(x, mask):
-    """Replaces the padded elements of `x [batch, n, dim]` with zeros.
+    """Replaces the padded elements of `x [batch, n, ...]` with zeros.
 
     Padded values (even `inf` or `NaN`) then never reach any arithmetic.
-    Returns `(x, mask)` with `mask` as a boolean tensor (or None).
+    Returns `(x, mask)` with `mask` as a boolean `[batch, n]` tensor (or
+    None).
     """
     if mask is None:
         return x, None
     full_mask = msets_ops.expand_mask(mask, x)
     x = ops.where(full_mask, x, ops.zeros_like(x))
-    return x, full_mask[..., 0]
+    mask = full_mask
+    while len(mask.shape) > 2:
+        mask = mask[..., 0]
+    return x, mask
 
 
 BLOCK_ARGUMENTS = (
@@ -93,7 +83,7 @@ def block_arguments(layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class MultiheadAttentionBlock(keras.layers.Layer):
+class MultiheadAttentionBlock(FeedForwardBlock):
     """Post-LN multihead attention block `MAB(X, Y)` (private).
 
     `H = LN(X + Multihead(X, Y, Y))`, `MAB(X, Y) = LN(H + FF(H))`, with
@@ -123,6 +113,9 @@ class MultiheadAttentionBlock(keras.layers.Layer):
         training: whether dropout is active.
     """
 
+    # The input contract of a pair block of `MultisetBlock`.
+    check_shape = staticmethod(check_set_shape)
+
     def __init__(
         self,
         num_heads,
@@ -132,35 +125,32 @@ class MultiheadAttentionBlock(keras.layers.Layer):
         layer_norm_epsilon=1e-5,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.num_heads = check_positive_int("num_heads", num_heads)
+        num_heads = check_positive_int("num_heads", num_heads)
+        super().__init__(
+            ff_dim=ff_dim, layer_norm_epsilon=layer_norm_epsilon, **kwargs
+        )
+        self.num_heads = num_heads
         self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
-        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
-        self.dropout = check_dropout(dropout)
-        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+        self.dropout = check_rate("dropout", dropout)
         # Sub-layers are created in build(): their widths depend on `dim`.
 
-    def _dims(self, dim):
-        key_dim = self.key_dim
-        if key_dim is None:
-            if dim % self.num_heads:
-                raise ValueError(
-                    "With `key_dim=None` the feature size must be divisible "
-                    f"by `num_heads`. Received: dim={dim}, "
-                    f"num_heads={self.num_heads}"
-                )
-            key_dim = dim // self.num_heads
-        ff_dim = self.ff_dim if self.ff_dim is not None else 2 * dim
-        return key_dim, ff_dim
+    def _key_dim(self, dim):
+        if self.key_dim is not None:
+            return self.key_dim
+        if dim % self.num_heads:
+            raise ValueError(
+                "With `key_dim=None` the feature size must be divisible "
+                f"by `num_heads`. Received: dim={dim}, "
+                f"num_heads={self.num_heads}"
+            )
+        return dim // self.num_heads
 
     def build(self, query_shape, value_shape):
         query_shape = check_set_shape(query_shape, "query")
         value_shape = check_set_shape(value_shape, "value")
-        dim = query_shape[-1]
-        key_dim, ff_dim = self._dims(dim)
         self.attention = keras.layers.MultiHeadAttention(
             num_heads=self.num_heads,
-            key_dim=key_dim,
+            key_dim=self._key_dim(query_shape[-1]),
             dropout=self.dropout,
             dtype=self.dtype_policy,
             name="attention",
@@ -170,22 +160,9 @@ class MultiheadAttentionBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention_norm",
         )
-        self.ff_hidden = keras.layers.Dense(
-            ff_dim, activation="relu", dtype=self.dtype_policy, name="ff_hidden"
-        )
-        self.ff_output = keras.layers.Dense(
-            dim, dtype=self.dtype_policy, name="ff_output"
-        )
-        self.output_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="output_norm",
-        )
         self.attention.build(query_shape, value_shape)
         self.attention_norm.build(query_shape)
-        self.ff_hidden.build(query_shape)
-        self.ff_output.build(query_shape[:-1] + (ff_dim,))
-        self.output_norm.build(query_shape)
+        self.build_feed_forward(query_shape)
 
     def call(self, query, value, value_mask=None, training=None):
         attention_mask = None
@@ -213,9 +190,7 @@ class MultiheadAttentionBlock(keras.layers.Layer):
                 attended,
                 ops.zeros_like(attended),
             )
-        hidden = self.attention_norm(query + attended)
-        ff = self.ff_output(self.ff_hidden(hidden))
-        return self.output_norm(hidden + ff)
+        return self.feed_forward(self.attention_norm(query + attended))
 
     def compute_output_shape(self, query_shape, value_shape):
         return tuple(query_shape)

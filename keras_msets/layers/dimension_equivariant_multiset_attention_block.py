@@ -4,11 +4,12 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.layers._feed_forward_block import FeedForwardBlock
+from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
 from keras_msets.layers._multihead_attention_block import block_arguments
-from keras_msets.layers._multihead_attention_block import check_dropout
-from keras_msets.layers._multihead_attention_block import check_epsilon
-from keras_msets.layers._multihead_attention_block import check_positive_int
-from keras_msets.layers.multiset_attention_block import BaseMultisetBlock
+from keras_msets.layers._multiset_block import MultisetBlock
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rate
 
 
 def check_multichannel_shape(input_shape, name="inputs"):
@@ -103,7 +104,7 @@ class MultichannelMultiHeadAttention(keras.layers.Layer):
         return tuple(query_shape)
 
 
-class MultichannelAttentionBlock(keras.layers.Layer):
+class MultichannelAttentionBlock(FeedForwardBlock):
     """Post-LN multichannel transformer block of Sec. 3.5 (internal).
 
     `H = LN(X + MHA(X, Y))`, `out = LN(H + FF(H))` on sets of multichannel
@@ -114,6 +115,9 @@ class MultichannelAttentionBlock(keras.layers.Layer):
     attribute names mirror `MultiheadAttentionBlock`.
     """
 
+    # The input contract of a pair block of `MultisetBlock`.
+    check_shape = staticmethod(check_multichannel_shape)
+
     def __init__(
         self,
         num_heads,
@@ -123,12 +127,13 @@ class MultichannelAttentionBlock(keras.layers.Layer):
         layer_norm_epsilon=1e-5,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.num_heads = check_positive_int("num_heads", num_heads)
+        num_heads = check_positive_int("num_heads", num_heads)
+        super().__init__(
+            ff_dim=ff_dim, layer_norm_epsilon=layer_norm_epsilon, **kwargs
+        )
+        self.num_heads = num_heads
         self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
-        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
-        self.dropout = check_dropout(dropout)
-        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+        self.dropout = check_rate("dropout", dropout)
 
     def build(self, query_shape, value_shape):
         query_shape = check_multichannel_shape(query_shape, "query")
@@ -143,7 +148,6 @@ class MultichannelAttentionBlock(keras.layers.Layer):
                     f"{channels}, num_heads={self.num_heads}"
                 )
             key_dim = channels // self.num_heads
-        ff_dim = self.ff_dim if self.ff_dim is not None else 2 * channels
         self.attention = MultichannelMultiHeadAttention(
             self.num_heads,
             key_dim,
@@ -156,30 +160,15 @@ class MultichannelAttentionBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention_norm",
         )
-        self.ff_hidden = keras.layers.Dense(
-            ff_dim, activation="relu", dtype=self.dtype_policy, name="ff_hidden"
-        )
-        self.ff_output = keras.layers.Dense(
-            channels, dtype=self.dtype_policy, name="ff_output"
-        )
-        self.output_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="output_norm",
-        )
         self.attention.build(query_shape, value_shape)
         self.attention_norm.build(query_shape)
-        self.ff_hidden.build(query_shape)
-        self.ff_output.build(query_shape[:-1] + (ff_dim,))
-        self.output_norm.build(query_shape)
+        self.build_feed_forward(query_shape)
 
     def call(self, query, value, value_mask=None, training=None):
         attended = self.attention(
             query, value, value_mask=value_mask, training=training
         )
-        hidden = self.attention_norm(query + attended)
-        ff = self.ff_output(self.ff_hidden(hidden))
-        return self.output_norm(hidden + ff)
+        return self.feed_forward(self.attention_norm(query + attended))
 
     def compute_output_shape(self, query_shape, value_shape):
         return tuple(query_shape)
@@ -191,7 +180,7 @@ class MultichannelAttentionBlock(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class DimensionEquivariantMultisetAttentionBlock(BaseMultisetBlock):
+class DimensionEquivariantMultisetAttentionBlock(MultisetBlock):
     """Multi-set attention block equivariant to the input dimensions.
 
     The multichannel multi-set attention block of Selby et al. (Sec. 3.5):
@@ -296,7 +285,16 @@ class DimensionEquivariantMultisetAttentionBlock(BaseMultisetBlock):
         merge_activation="relu",
         **kwargs,
     ):
+        # The pair block T_kl: the multichannel transformer block.
+        pair_block = MultichannelAttentionBlock(
+            num_heads=num_heads,
+            key_dim=key_dim,
+            ff_dim=ff_dim,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+        )
         super().__init__(
+            pair_block,
             merge=merge,
             cross_only=cross_only,
             weight_sharing=weight_sharing,
@@ -304,55 +302,10 @@ class DimensionEquivariantMultisetAttentionBlock(BaseMultisetBlock):
             layer_norm_epsilon=layer_norm_epsilon,
             **kwargs,
         )
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
-        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
-        self.dropout = check_dropout(dropout)
+        for name in BLOCK_ARGUMENTS:
+            setattr(self, name, getattr(pair_block, name))
 
-    def _check_one_shape(self, shape, name):
-        return check_multichannel_shape(shape, name)
-
-    def _check_shapes(self, input_shape):
-        shapes = super()._check_shapes(input_shape)
-        dims = {s[2] for s in shapes if s[2] is not None}
-        if len(dims) > 1:
-            raise ValueError(
-                "All sets in `inputs` must have the same number of input "
-                f"dimensions `d` (axis 2). Received: inputs shapes={shapes}"
-            )
-        return shapes
-
-    def _normalize_mask(self, mask, x):
-        # A Keras mask over [batch, n, d] (as this layer outputs) is the
-        # same for every coordinate: an element is valid if it is valid.
-        if len(mask.shape) == 3:
-            mask = ops.any(ops.cast(mask, "bool"), axis=2)
-        return mask
-
-    def compute_mask(self, inputs, mask=None):
-        if mask is None or all(m is None for m in mask):
-            return None
-        # Keras's convention, a mask over every axis but the last one, so
-        # that losses and the next block read it: [batch, n, d].
-        return [
-            None
-            if m is None
-            else ops.logical_and(
-                ops.expand_dims(
-                    ops.cast(self._normalize_mask(m, x), "bool"), 2
-                ),
-                ops.ones_like(x[..., 0], dtype="bool"),
-            )
-            for x, m in zip(inputs, mask, strict=True)
-        ]
-
-    def _make_pair_block(self, name):
-        return MultichannelAttentionBlock(
-            **block_arguments(self), dtype=self.dtype_policy, name=name
-        )
-
-    def _call_pair(self, block, k, j, sets, masks, context, training):
-        return block(sets[k], sets[j], value_mask=masks[j], training=training)
-
-    def _pair_config(self):
-        return block_arguments(self)
+    def get_config(self):
+        config = super().get_config()
+        config.update(block_arguments(self))
+        return config

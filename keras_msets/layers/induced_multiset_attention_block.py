@@ -1,17 +1,17 @@
 import keras
 from keras import ops
 
+from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
 from keras_msets.layers._multihead_attention_block import block_arguments
-from keras_msets.layers._multihead_attention_block import check_dropout
-from keras_msets.layers._multihead_attention_block import check_positive_int
-from keras_msets.layers.multiset_attention_block import BaseMultisetBlock
+from keras_msets.layers._multiset_block import MultisetBlock
+from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class InducedMultisetAttentionBlock(BaseMultisetBlock):
+class InducedMultisetAttentionBlock(MultisetBlock):
     """Multi-set attention block through inducing points: linear in set size.
 
     The multi-set attention block of Selby et al. (eq. 10-11) with every
@@ -107,7 +107,20 @@ class InducedMultisetAttentionBlock(BaseMultisetBlock):
         inducing_points_initializer="glorot_uniform",
         **kwargs,
     ):
+        num_inducing_points = check_positive_int(
+            "num_inducing_points", num_inducing_points
+        )
+        # The pair block T_kl = MAB(X_k, H_l) and the summary block
+        # H_l = MAB(I_l, X_l) are both copies of this block.
+        pair_block = MultiheadAttentionBlock(
+            num_heads=num_heads,
+            key_dim=key_dim,
+            ff_dim=ff_dim,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+        )
         super().__init__(
+            pair_block,
             merge=merge,
             cross_only=cross_only,
             weight_sharing=weight_sharing,
@@ -115,73 +128,60 @@ class InducedMultisetAttentionBlock(BaseMultisetBlock):
             layer_norm_epsilon=layer_norm_epsilon,
             **kwargs,
         )
-        self.num_inducing_points = check_positive_int(
-            "num_inducing_points", num_inducing_points
-        )
-        self.num_heads = check_positive_int("num_heads", num_heads)
-        self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
-        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
-        self.dropout = check_dropout(dropout)
+        self.num_inducing_points = num_inducing_points
+        for name in BLOCK_ARGUMENTS:
+            setattr(self, name, getattr(pair_block, name))
         self.inducing_points_initializer = keras.initializers.get(
             inducing_points_initializer
         )
 
-    def _make_pair_block(self, name):
-        return MultiheadAttentionBlock(
-            **block_arguments(self), dtype=self.dtype_policy, name=name
-        )
-
-    def _summary_shape(self, shape):
-        return (shape[0], self.num_inducing_points, shape[-1])
-
-    def _build_pair_block(self, block, query_shape, value_shape):
-        block.build(query_shape, self._summary_shape(value_shape))
-
-    def _inducing_index(self, j):
+    def _summary_index(self, j):
         return 0 if self.weight_sharing == "symmetric" else j
 
-    def _build_extra(self, shapes):
+    def build(self, input_shape):
+        shapes = self._check_shapes(input_shape)
+        m = self.num_inducing_points
+        summary_shapes = [(s[0], m, s[-1]) for s in shapes]
+        # The pair blocks read the summaries H_l, not the sets.
+        self.build_blocks(shapes, summary_shapes)
         shared = self.weight_sharing == "symmetric"
         suffixes = [""] if shared else [f"_{j}" for j in range(len(shapes))]
-        dim = shapes[0][-1]
         self.inducing_blocks = []
         self.inducing_points = []
         for j, suffix in enumerate(suffixes):
             self.inducing_points.append(
                 self.add_weight(
                     name=f"inducing_points{suffix}",
-                    shape=(self.num_inducing_points, dim),
+                    shape=(m, shapes[j][-1]),
                     initializer=self.inducing_points_initializer,
                 )
             )
-            block = MultiheadAttentionBlock(
-                **block_arguments(self),
-                dtype=self.dtype_policy,
-                name=f"inducing_block{suffix}",
-            )
-            block.build(self._summary_shape(shapes[j]), shapes[j])
+            block = self.make_pair_block(f"inducing_block{suffix}")
+            block.build(summary_shapes[j], shapes[j])
             self.inducing_blocks.append(block)
 
-    def _prepare(self, sets, masks, training):
+    def call(self, inputs, masks=None, mask=None, training=None):
+        sets, set_masks = self.prepare_sets(inputs, masks, mask)
         summaries = []
-        for j, (x, mask) in enumerate(zip(sets, masks, strict=True)):
-            index = self._inducing_index(j)
+        for j, (x, set_mask) in enumerate(zip(sets, set_masks, strict=True)):
+            index = self._summary_index(j)
             # [batch, m, dim]: the inducing points, once per set.
             inducing = ops.expand_dims(
                 self.inducing_points[index], 0
             ) + ops.zeros_like(x[:, :1, :1])
             summaries.append(
                 self.inducing_blocks[index](
-                    inducing, x, value_mask=mask, training=training
+                    inducing, x, value_mask=set_mask, training=training
                 )
             )
-        return summaries
+        # The summaries have no padding: no value masks.
+        return self.merge_pairs(
+            sets, summaries, [None] * len(sets), training=training
+        )
 
-    def _call_pair(self, block, k, j, sets, masks, context, training):
-        return block(sets[k], context[j], training=training)
-
-    def _pair_config(self):
-        config = block_arguments(self)
+    def get_config(self):
+        config = super().get_config()
+        config.update(block_arguments(self))
         config.update(
             {
                 "num_inducing_points": self.num_inducing_points,

@@ -5,9 +5,9 @@ from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
 from keras_msets.layers._multihead_attention_block import block_arguments
-from keras_msets.layers._multihead_attention_block import check_positive_int
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import zero_padding
+from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")

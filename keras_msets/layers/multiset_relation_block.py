@@ -2,13 +2,13 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.layers._multihead_attention_block import check_epsilon
-from keras_msets.layers._multihead_attention_block import check_positive_int
+from keras_msets.layers._feed_forward_block import FeedForwardBlock
 from keras_msets.layers._multihead_attention_block import check_set_shape
-from keras_msets.layers.multiset_attention_block import BaseMultisetBlock
+from keras_msets.layers._multiset_block import MultisetBlock
+from keras_msets.utils.validation import check_positive_int
 
 
-class RelationBlock(keras.layers.Layer):
+class RelationBlock(FeedForwardBlock):
     """Post-LN relation network block `RB(X, Y)` (internal).
 
     The transformer block of eq. 2 with the attention replaced by a
@@ -25,22 +25,25 @@ class RelationBlock(keras.layers.Layer):
     (so `H = LN(X)`), finite.
     """
 
+    # The input contract of a pair block of `MultisetBlock`.
+    check_shape = staticmethod(check_set_shape)
+
     def __init__(
-        self, relation_dim=None, ff_dim=None, layer_norm_epsilon=1e-5, **kw
+        self, relation_dim=None, ff_dim=None, layer_norm_epsilon=1e-5, **kwargs
     ):
-        super().__init__(**kw)
-        self.relation_dim = check_positive_int(
+        relation_dim = check_positive_int(
             "relation_dim", relation_dim, allow_none=True
         )
-        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
-        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+        super().__init__(
+            ff_dim=ff_dim, layer_norm_epsilon=layer_norm_epsilon, **kwargs
+        )
+        self.relation_dim = relation_dim
 
     def build(self, query_shape, value_shape):
         query_shape = check_set_shape(query_shape, "query")
         value_shape = check_set_shape(value_shape, "value")
         dim = query_shape[-1]
         relation_dim = self.relation_dim or 2 * dim
-        ff_dim = self.ff_dim or 2 * dim
         # theta's first layer on [x || y]: rows [:dim] read x, [dim:] read y.
         self.pair_kernel = self.add_weight(
             name="pair_kernel",
@@ -58,25 +61,12 @@ class RelationBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="relation_norm",
         )
-        self.ff_hidden = keras.layers.Dense(
-            ff_dim, activation="relu", dtype=self.dtype_policy, name="ff_hidden"
-        )
-        self.ff_output = keras.layers.Dense(
-            dim, dtype=self.dtype_policy, name="ff_output"
-        )
-        self.output_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="output_norm",
-        )
         pair_shape = query_shape[:2] + (value_shape[1], relation_dim)
         self.relation_output.build(pair_shape)
         self.relation_norm.build(query_shape)
-        self.ff_hidden.build(query_shape)
-        self.ff_output.build(query_shape[:-1] + (ff_dim,))
-        self.output_norm.build(query_shape)
+        self.build_feed_forward(query_shape)
 
-    def call(self, query, value, value_mask=None):
+    def call(self, query, value, value_mask=None, training=None):
         dim = query.shape[-1]
         from_query = ops.matmul(query, self.pair_kernel[:dim])
         from_value = ops.matmul(value, self.pair_kernel[dim:])
@@ -94,27 +84,19 @@ class RelationBlock(keras.layers.Layer):
                 ops.expand_dims(ops.cast(value_mask, "bool"), 1),
             )
         relation = msets_ops.masked_max(pairs, pair_mask, axis=2)
-        hidden = self.relation_norm(query + relation)
-        ff = self.ff_output(self.ff_hidden(hidden))
-        return self.output_norm(hidden + ff)
+        return self.feed_forward(self.relation_norm(query + relation))
 
     def compute_output_shape(self, query_shape, value_shape):
         return tuple(query_shape)
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "relation_dim": self.relation_dim,
-                "ff_dim": self.ff_dim,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
+        config["relation_dim"] = self.relation_dim
         return config
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class MultisetRelationBlock(BaseMultisetBlock):
+class MultisetRelationBlock(MultisetBlock):
     """Multi-set relation network block (the Multi-Set RN of Selby et al.).
 
     The paper's RN variant (Sec. 5): the multi-set attention block of eq.
@@ -190,7 +172,14 @@ class MultisetRelationBlock(BaseMultisetBlock):
         merge_activation="relu",
         **kwargs,
     ):
+        # The pair block T_kl: the relation-network block.
+        pair_block = RelationBlock(
+            relation_dim=relation_dim,
+            ff_dim=ff_dim,
+            layer_norm_epsilon=layer_norm_epsilon,
+        )
         super().__init__(
+            pair_block,
             merge=merge,
             cross_only=cross_only,
             weight_sharing=weight_sharing,
@@ -198,22 +187,11 @@ class MultisetRelationBlock(BaseMultisetBlock):
             layer_norm_epsilon=layer_norm_epsilon,
             **kwargs,
         )
-        self.relation_dim = check_positive_int(
-            "relation_dim", relation_dim, allow_none=True
-        )
-        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
+        self.relation_dim = pair_block.relation_dim
+        self.ff_dim = pair_block.ff_dim
 
-    def _make_pair_block(self, name):
-        return RelationBlock(
-            relation_dim=self.relation_dim,
-            ff_dim=self.ff_dim,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name=name,
-        )
-
-    def _call_pair(self, block, k, j, sets, masks, context, training):
-        return block(sets[k], sets[j], value_mask=masks[j])
-
-    def _pair_config(self):
-        return {"relation_dim": self.relation_dim, "ff_dim": self.ff_dim}
+    def get_config(self):
+        config = super().get_config()
+        config["relation_dim"] = self.relation_dim
+        config["ff_dim"] = self.ff_dim
+        return config

@@ -105,5 +105,4 @@ class SetAttentionBlock(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(block_arguments(self))
-        config.update({})
         return config
