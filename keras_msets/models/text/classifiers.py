@@ -10,9 +10,7 @@ the complex layers of App. B (`ComplexDense`, `ComplexConv1D`,
 
 import keras
 import numpy as np
-from keras import ops
 
-from keras_msets import ops as msets_ops
 from keras_msets.layers.complex_conv1d import ComplexConv1D
 from keras_msets.layers.complex_dense import ComplexDense
 from keras_msets.layers.complex_lstm import GATE_PRODUCTS
@@ -25,6 +23,25 @@ from keras_msets.layers.masked_set_pooling import MaskedSetPooling
 from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
 from keras_msets.layers.position_embeddings import is_complex_variant
 from keras_msets.layers.position_embeddings import make_text_embedding
+from keras_msets.models.text.text_layers import ComplexConcatenate
+from keras_msets.models.text.text_layers import MaskedConv1D
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_int
+from keras_msets.utils.validation import check_int_list
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rate
+
+__all__ = [
+    "ARCHITECTURES",
+    "COMPLEX_READOUTS",
+    "DEFAULT_DROPOUT",
+    "DEFAULT_EMBEDDING_DIM",
+    "ComplexConcatenate",
+    "MaskedConv1D",
+    "TextClassifier",
+    "build_text_classifier",
+]
 
 ARCHITECTURES = ("fasttext", "cnn", "lstm", "transformer")
 COMPLEX_READOUTS = ("modulus", "concat")
@@ -36,181 +53,6 @@ DEFAULT_EMBEDDING_DIM = {
     "transformer": 256,
 }
 DEFAULT_DROPOUT = {"fasttext": 0.0, "cnn": 0.5, "lstm": 0.5, "transformer": 0.1}
-
-
-def _check_positive_int(value, name):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value <= 0
-    ):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
-
-
-def _check_choice(value, choices, name):
-    if value not in choices:
-        raise ValueError(
-            f"`{name}` must be one of {choices}. Received: {name}={value!r}"
-        )
-    return value
-
-
-@keras.saving.register_keras_serializable(package="keras_msets")
-class MaskedConv1D(keras.layers.Conv1D):
-    """`keras.layers.Conv1D` that honours a padding mask.
-
-    Padded steps are replaced by zeros before the convolution, so their
-    values never change an output, and the output mask says which output
-    steps are valid: with `padding="valid"` (a narrow convolution) a step is
-    valid when its whole window holds valid input steps, so the valid
-    outputs of a right-padded sequence are exactly the outputs of the
-    unpadded sequence; with `padding="same"` output step `t` is valid when
-    input step `t * strides` is. This is the rule of `ComplexConv1D`, for
-    real sequences. A sequence with no valid window gets an all-False
-    output mask. Only `dilation_rate=1` and the paddings `"valid"` and
-    `"same"` are supported.
-
-    Args:
-        *args, **kwargs: those of `keras.layers.Conv1D`.
-
-    Call arguments:
-        inputs: `[batch, length, channels]`.
-        mask: optional boolean `[batch, length]`; the Keras mask of `inputs`
-            by default.
-
-    Input shape:
-        `[batch, length, channels]`.
-
-    Output shape:
-        `[batch, new_length, filters]`, as `keras.layers.Conv1D`.
-
-    Example:
-    >>> from keras_msets.models.text.classifiers import MaskedConv1D
-    >>> x = keras.random.normal((2, 7, 4))
-    >>> mask = keras.ops.arange(7)[None, :] < keras.ops.array([[5], [7]])
-    >>> MaskedConv1D(3, 3)(x, mask=mask).shape
-    (2, 5, 3)
-
-    References:
-        - Kim, "Convolutional Neural Networks for Sentence Classification",
-          EMNLP 2014.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        if self.padding not in ("valid", "same"):
-            raise ValueError(
-                "`padding` must be 'valid' or 'same'. Received: "
-                f"padding={self.padding!r}"
-            )
-        if tuple(self.dilation_rate) != (1,):
-            raise ValueError(
-                "`dilation_rate` must be 1. Received: "
-                f"dilation_rate={self.dilation_rate!r}"
-            )
-        if self.data_format != "channels_last":
-            raise ValueError(
-                "`data_format` must be 'channels_last'. Received: "
-                f"data_format={self.data_format!r}"
-            )
-        self.supports_masking = True
-
-    def call(self, inputs, mask=None):
-        if mask is not None:
-            valid = msets_ops.expand_mask(mask, inputs)
-            inputs = ops.where(valid, inputs, ops.zeros_like(inputs))
-        return super().call(inputs)
-
-    def compute_mask(self, inputs, mask=None):
-        if mask is None:
-            return None
-        mask = ops.cast(mask, "bool")
-        (strides,) = self.strides
-        (kernel_size,) = self.kernel_size
-        if self.padding == "same":
-            return mask if strides == 1 else mask[:, ::strides]
-        padded = ops.cast(ops.logical_not(mask), "float32")
-        padded = ops.max_pool(
-            ops.expand_dims(padded, -1),
-            pool_size=kernel_size,
-            strides=strides,
-            padding="valid",
-            data_format="channels_last",
-        )
-        return ops.equal(ops.squeeze(padded, -1), 0.0)
-
-
-@keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexConcatenate(keras.layers.Layer):
-    """Concatenates complex tensors along their last (feature) axis.
-
-    Complex activations are real tensors `[..., 2 d]` holding the real
-    parts, then the imaginary parts, so a plain `Concatenate` would mix the
-    two halves. This layer concatenates the real parts of all inputs, then
-    their imaginary parts: inputs `[..., 2 d_i]` give `[..., 2 sum(d_i)]`.
-
-    Call arguments:
-        inputs: a list of complex tensors with equal leading axes.
-        mask: optional list of masks over the leading axes; the output mask
-            is their logical and (None when all are None).
-
-    Example:
-    >>> from keras_msets.models.text.classifiers import ComplexConcatenate
-    >>> a = keras.ops.convert_to_tensor([[1.0, 2.0]])  # 1 + 2i
-    >>> b = keras.ops.convert_to_tensor([[3.0, 4.0, 5.0, 6.0]])  # 3+5i, 4+6i
-    >>> ComplexConcatenate()([a, b])
-    array([[1., 3., 4., 2., 5., 6.]], dtype=float32)
-
-    References:
-        - Wang et al., "Encoding word order in complex embeddings",
-          ICLR 2020.
-    """
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def _units(self, shapes):
-        if not isinstance(shapes, (list, tuple)) or len(shapes) < 1:
-            raise ValueError(
-                "`inputs` must be a list of complex tensors. Received: "
-                f"{shapes!r}"
-            )
-        units = []
-        for shape in shapes:
-            shape = tuple(shape)
-            if not shape or shape[-1] is None or shape[-1] % 2:
-                raise ValueError(
-                    "Every input must be a complex tensor [..., 2 * d] with "
-                    f"a known, even last axis. Received: shape {shape}"
-                )
-            units.append(shape[-1] // 2)
-        return units
-
-    def call(self, inputs, mask=None):
-        self._units([x.shape for x in inputs])
-        parts = [msets_ops.complex_split(x) for x in inputs]
-        real = ops.concatenate([p[0] for p in parts], axis=-1)
-        imag = ops.concatenate([p[1] for p in parts], axis=-1)
-        return msets_ops.complex_merge(real, imag)
-
-    def compute_mask(self, inputs, mask=None):
-        if mask is None:
-            return None
-        masks = [m for m in mask if m is not None]
-        if not masks:
-            return None
-        output = ops.cast(masks[0], "bool")
-        for m in masks[1:]:
-            output = ops.logical_and(output, ops.cast(m, "bool"))
-        return output
-
-    def compute_output_shape(self, input_shape):
-        units = self._units(input_shape)
-        return tuple(input_shape[0])[:-1] + (2 * sum(units),)
 
 
 def _keras_hub():
@@ -382,16 +224,12 @@ class TextClassifier(keras.Model):
         embedding_options=None,
         **kwargs,
     ):
-        architecture = _check_choice(
-            architecture, ARCHITECTURES, "architecture"
-        )
-        embedding = _check_choice(embedding, EMBEDDING_VARIANTS, "embedding")
-        vocabulary_size = _check_positive_int(
-            vocabulary_size, "vocabulary_size"
-        )
+        architecture = check_choice("architecture", architecture, ARCHITECTURES)
+        embedding = check_choice("embedding", embedding, EMBEDDING_VARIANTS)
+        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
         if sequence_length is not None:
-            sequence_length = _check_positive_int(
-                sequence_length, "sequence_length"
+            sequence_length = check_positive_int(
+                "sequence_length", sequence_length
             )
         elif embedding == "pe":
             raise ValueError(
@@ -399,55 +237,30 @@ class TextClassifier(keras.Model):
                 "embedding='pe' (one learned vector per position). "
                 "Received: sequence_length=None"
             )
-        num_classes = _check_positive_int(num_classes, "num_classes")
-        if num_classes < 2:
-            raise ValueError(
-                "`num_classes` must be an integer >= 2. Received: "
-                f"num_classes={num_classes}"
-            )
+        num_classes = check_int("num_classes", num_classes, low=2)
         if embedding_dim is None:
             embedding_dim = DEFAULT_EMBEDDING_DIM[architecture]
-        embedding_dim = _check_positive_int(embedding_dim, "embedding_dim")
-        hidden_units = _check_positive_int(hidden_units, "hidden_units")
-        filters = _check_positive_int(filters, "filters")
+        embedding_dim = check_positive_int("embedding_dim", embedding_dim)
+        hidden_units = check_positive_int("hidden_units", hidden_units)
+        filters = check_positive_int("filters", filters)
         if isinstance(kernel_sizes, (int, np.integer)):
             kernel_sizes = (kernel_sizes,)
-        if not isinstance(kernel_sizes, (list, tuple)) or not kernel_sizes:
-            raise ValueError(
-                "`kernel_sizes` must be a non-empty tuple of positive "
-                f"integers. Received: kernel_sizes={kernel_sizes!r}"
-            )
         kernel_sizes = tuple(
-            _check_positive_int(k, "kernel_sizes") for k in kernel_sizes
+            check_int_list("kernel_sizes", kernel_sizes, allow_empty=False)
         )
-        num_heads = _check_positive_int(num_heads, "num_heads")
-        intermediate_dim = _check_positive_int(
-            intermediate_dim, "intermediate_dim"
+        num_heads = check_positive_int("num_heads", num_heads)
+        intermediate_dim = check_positive_int(
+            "intermediate_dim", intermediate_dim
         )
-        num_layers = _check_positive_int(num_layers, "num_layers")
+        num_layers = check_positive_int("num_layers", num_layers)
         if dropout is None:
             dropout = DEFAULT_DROPOUT[architecture]
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float, np.floating))
-            or not 0 <= dropout < 1
-        ):
-            raise ValueError(
-                "`dropout` must be a float in [0, 1). Received: "
-                f"dropout={dropout!r}"
-            )
-        dropout = float(dropout)
-        if not isinstance(shared_weights, bool):
-            raise ValueError(
-                "`shared_weights` must be a bool. Received: "
-                f"shared_weights={shared_weights!r}"
-            )
-        complex_readout = _check_choice(
-            complex_readout, COMPLEX_READOUTS, "complex_readout"
+        dropout = check_rate("dropout", dropout)
+        shared_weights = check_bool("shared_weights", shared_weights)
+        complex_readout = check_choice(
+            "complex_readout", complex_readout, COMPLEX_READOUTS
         )
-        gate_product = _check_choice(
-            gate_product, GATE_PRODUCTS, "gate_product"
-        )
+        gate_product = check_choice("gate_product", gate_product, GATE_PRODUCTS)
         if embedding_options is None:
             embedding_options = {}
         if not isinstance(embedding_options, dict):
