@@ -3,44 +3,21 @@ import numpy as np
 from keras import ops
 
 from keras_msets.layers.grouped_mlp import GroupedMLP
+from keras_msets.models.fen.local_objective import LocalFusionObjective
+from keras_msets.models.fen.local_objective import segment_token_counts
 from keras_msets.models.fen.segments import FusionSegments
 from keras_msets.models.fen.segments import padded_length
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_int_list
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import is_int
 
 SHARING_MODES = ("none", "level", "all")
-GRADIENT_MODES = ("local", "end_to_end")
-REDUCTIONS = ("sum", "mean")
-
-
-def _positive_int(name, value):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value < 1
-    ):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
 
 
 def _units(name, value):
-    if isinstance(value, (int, np.integer)):
-        value = [value]
-    if not isinstance(value, (list, tuple)):
-        raise ValueError(
-            f"`{name}` must be a list of positive integers. Received: "
-            f"{name}={value!r}"
-        )
-    return [_positive_int(name, v) for v in value]
-
-
-def _choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(
-            f"`{name}` must be one of {list(choices)}. Received: "
-            f"{name}={value!r}"
-        )
-    return value
+    """A width or a list of widths, as a list of positive integers."""
+    return check_int_list(name, [value] if is_int(value) else value)
 
 
 def _runs(groups):
@@ -50,12 +27,6 @@ def _runs(groups):
     starts = np.concatenate([[0], edges])
     ends = np.concatenate([edges, [len(groups)]])
     return list(zip(starts.tolist(), ends.tolist(), strict=True))
-
-
-def _scale_gradient(x, scale):
-    """`x` in the forward pass; its gradient multiplied by `scale`."""
-    stopped = ops.stop_gradient(x)
-    return stopped + scale * (x - stopped)
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -76,16 +47,16 @@ class FusionEncoderNetwork(keras.Model):
     on the token encoders and the fusion encoders of the tree's vertices:
     `fuse()` returns that log-depth network as a standalone model.
 
-    How `model.fit` trains it: `compute_loss` sums (`segment_loss_reduction=
-    "sum"`, the paper) the compiled loss of all `N log2(N) + 1` decoders
-    against the sequence's target, and every encoding that enters a fusion
-    encoder or a decoder as an input is wrapped in `stop_gradient`, except
-    the segment's own encoding entering its own decoder. The gradient of a
-    pair's parameters is then exactly the paper's update direction for that
-    pair (tested against a hand-written one-pair gradient). The encodings
-    of a tree level are computed together: `log2(N)` sequential steps, no
-    Python loop over segments at run time. `call` (and `predict`,
-    `evaluate`, metrics) computes only the root output, in O(N).
+    This class is the architecture. How `model.fit` trains it is the
+    `LocalFusionObjective` it holds as `objective`, built from the four
+    training arguments below: `compute_loss` hands it the batch and the
+    compiled loss, and it returns the summed losses of all `N log2(N) + 1`
+    decoders with every pair's input encodings held constant (the gradient
+    of a pair's parameters is then exactly the paper's update direction
+    for that pair, tested against a hand-written one-pair gradient). The
+    encodings of a tree level are computed together: `log2(N)` sequential
+    steps, no Python loop over segments at run time. `call` (and
+    `predict`, `evaluate`, metrics) computes only the root output, in O(N).
 
     Design choices the paper leaves open (documented deviations): the
     networks are MLPs of user-set widths with ReLU hidden layers;
@@ -115,33 +86,22 @@ class FusionEncoderNetwork(keras.Model):
             encoders, `|S| - N` fusion encoders, `|S|` decoders, as in the
             paper), `"level"` (one per tree level) or `"all"` (one alpha,
             one beta and one omega: O(1) parameters, the paper's remark).
-        gradient: `"local"` (the paper's training) or `"end_to_end"` (an
-            ablation: the same summed loss, back-propagated through the
-            whole tree).
-        segment_loss_reduction: `"sum"` of the segments' losses (the
-            paper: each pair takes its own full step) or `"mean"`.
-        token_count_loss_weight: float >= 0. 0 (the default) is the
-            paper's training. A positive weight adds an auxiliary loss of
-            our own design (a remedy, not part of the paper's algorithm): a
-            linear head `count_readout`, shared by all segments, reads each
-            segment's own encoding and regresses how many tokens of each id
-            the segment holds; the loss is the squared error in tokens,
-            averaged over the batch and the vocabulary, summed (or
-            averaged, as the decoders' losses) over segments, times this
-            weight. It needs no labels (the targets come from the inputs)
-            and is local: its gradient reaches only the readout and the
-            encoder that produced that segment's encoding, whose inputs are
-            constants as in Sec. 9. It teaches the encodings exact counts,
-            which long segments otherwise blur (benchmarks/RESULTS.md, FEN).
-            With per-segment learning rates it is scaled by `eta_bar`.
-            Inference (`call`, `fuse()`) does not use the head.
-        segment_learning_rates: None (uniform) or an array `[|S|, 2]` of
-            `(eta_ij, eta_bar_ij)` per segment in `FusionSegments` order
-            (Sec. 8): `eta` scales the decoder's update and `eta_bar` the
-            encoder's. Implemented as a loss weight `eta` and a gradient
-            scale `eta_bar / eta` on the encoding entering its own
-            decoder; exact relative learning rates with plain SGD. Adaptive
-            optimisers (Adam) normalise away most of a constant scale.
+        gradient: training (`LocalFusionObjective`): `"local"` (the
+            paper's training) or `"end_to_end"` (an ablation: the same
+            summed loss, back-propagated through the whole tree).
+        segment_loss_reduction: training: `"sum"` of the segments' losses
+            (the paper: each pair takes its own full step) or `"mean"`.
+        segment_learning_rates: training: None (uniform) or an array
+            `[|S|, 2]` of `(eta_ij, eta_bar_ij)` per segment in
+            `FusionSegments` order (Sec. 8): `eta` scales the decoder's
+            update and `eta_bar` the encoder's.
+        token_count_loss_weight: training: float >= 0. 0 (the default) is
+            the paper's training. A positive weight adds the network a
+            linear head `count_readout` (shared by all segments) and an
+            auxiliary loss of our own design that asks every segment's
+            encoding for its token counts, which long segments otherwise
+            blur (benchmarks/RESULTS.md, FEN). Inference (`call`, `fuse()`)
+            does not use the head.
         **kwargs: base model keyword arguments (`name`, ...).
 
     Call arguments:
@@ -183,10 +143,14 @@ class FusionEncoderNetwork(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.sequence_length = _positive_int("sequence_length", sequence_length)
-        self.vocabulary_size = _positive_int("vocabulary_size", vocabulary_size)
-        self.output_dim = _positive_int("output_dim", output_dim)
-        self.encoding_dim = _positive_int("encoding_dim", encoding_dim)
+        self.sequence_length = check_positive_int(
+            "sequence_length", sequence_length
+        )
+        self.vocabulary_size = check_positive_int(
+            "vocabulary_size", vocabulary_size
+        )
+        self.output_dim = check_positive_int("output_dim", output_dim)
+        self.encoding_dim = check_positive_int("encoding_dim", encoding_dim)
         self.token_encoder_units = _units(
             "token_encoder_units", token_encoder_units
         )
@@ -197,38 +161,16 @@ class FusionEncoderNetwork(keras.Model):
         self.activation = keras.activations.get(activation)
         self.encoding_activation = keras.activations.get(encoding_activation)
         self.output_activation = keras.activations.get(output_activation)
-        self.sharing = _choice("sharing", sharing, SHARING_MODES)
-        self.gradient = _choice("gradient", gradient, GRADIENT_MODES)
-        self.segment_loss_reduction = _choice(
-            "segment_loss_reduction", segment_loss_reduction, REDUCTIONS
-        )
-        if (
-            isinstance(token_count_loss_weight, bool)
-            or not isinstance(token_count_loss_weight, (int, float, np.number))
-            or not np.isfinite(token_count_loss_weight)
-            or token_count_loss_weight < 0
-        ):
-            raise ValueError(
-                "`token_count_loss_weight` must be a finite number >= 0. "
-                f"Received: token_count_loss_weight={token_count_loss_weight!r}"
-            )
-        self.token_count_loss_weight = float(token_count_loss_weight)
+        self.sharing = check_choice("sharing", sharing, SHARING_MODES)
         self.padded_length = padded_length(self.sequence_length)
         self.segments = FusionSegments(self.padded_length)
-        num_segments = self.segments.num_segments
-        self.segment_learning_rates = None
-        if segment_learning_rates is not None:
-            rates = np.asarray(segment_learning_rates, "float64")
-            if rates.shape != (num_segments, 2) or not np.all(
-                np.isfinite(rates) & (rates > 0)
-            ):
-                raise ValueError(
-                    "`segment_learning_rates` must be positive finite "
-                    f"numbers of shape ({num_segments}, 2) (eta, eta_bar per "
-                    "segment). Received: an array of shape "
-                    f"{rates.shape}"
-                )
-            self.segment_learning_rates = rates.tolist()
+        self.objective = LocalFusionObjective(
+            self.segments,
+            gradient=gradient,
+            segment_loss_reduction=segment_loss_reduction,
+            segment_learning_rates=segment_learning_rates,
+            token_count_loss_weight=token_count_loss_weight,
+        )
 
         self._token_groups, token_count = self.segments.group_ids(
             self.sharing, "token"
@@ -299,14 +241,33 @@ class FusionEncoderNetwork(keras.Model):
             )
         return ops.cast(inputs, "int32")
 
+    # The training arguments live in the objective; read them here.
+
+    @property
+    def gradient(self):
+        return self.objective.gradient
+
+    @property
+    def segment_loss_reduction(self):
+        return self.objective.segment_loss_reduction
+
+    @property
+    def segment_learning_rates(self):
+        return self.objective.segment_learning_rates
+
+    @property
+    def token_count_loss_weight(self):
+        return self.objective.token_count_loss_weight
+
     # -- the full FEN: all segments -------------------------------------
 
-    def encodings(self, inputs):
+    def encodings(self, inputs, hold_inputs=False):
         """Encodings of all segments: `[batch, 1 + |S|, encoding_dim]`.
 
         Row 0 is the empty segment (zeros); row k is segment number k of
-        `self.segments`. With `gradient="local"` the inputs of every fusion
-        encoder are wrapped in `stop_gradient`.
+        `self.segments`. With `hold_inputs=True` the inputs of every fusion
+        encoder are wrapped in `stop_gradient` (Sec. 9: each encoder learns
+        with its input encodings held constant); the values are the same.
         """
         if not self.built:
             self.build()
@@ -317,7 +278,7 @@ class FusionEncoderNetwork(keras.Model):
         for level in self.segments.levels:
             left = ops.take(table, level["left"], axis=1)
             right = ops.take(table, level["right"], axis=1)
-            if self.gradient == "local":
+            if hold_inputs:
                 left = ops.stop_gradient(left)
                 right = ops.stop_gradient(right)
             pairs = ops.concatenate([left, right], axis=-1)
@@ -338,29 +299,32 @@ class FusionEncoderNetwork(keras.Model):
         parts = [mlp.apply_groups(x[:, a:b], groups[a:b]) for a, b in runs]
         return ops.concatenate(parts, axis=1)
 
-    def segment_outputs(self, inputs):
-        """Every decoder's output `y_ij`: `[batch, |S|, output_dim]`.
+    def segment_contexts(self, table):
+        """The three encodings each decoder reads, from `encodings`.
 
-        Segment order is that of `self.segments.segments`. With
-        `gradient="local"` only the segment's own encoding carries a
-        gradient into its decoder (Sec. 9); the two context encodings are
-        constants.
+        Returns `(before, own, after)`, each `[batch, |S|, encoding_dim]`:
+        for segment `(i, j)` the encodings of `(1, i - 1)`, of `(i, j)` and
+        of `(j + 1, N)` (zeros where empty).
         """
-        return self._decode(self.encodings(inputs))
-
-    def _decode(self, table):
         own = table[:, 1:]
         before = ops.take(table, self.segments.left_context, axis=1)
         after = ops.take(table, self.segments.right_context, axis=1)
-        if self.gradient == "local":
-            before = ops.stop_gradient(before)
-            after = ops.stop_gradient(after)
-        if self.segment_learning_rates is not None:
-            rates = np.asarray(self.segment_learning_rates)
-            ratio = (rates[:, 1] / rates[:, 0]).astype("float32")
-            own = _scale_gradient(own, ops.convert_to_tensor(ratio)[:, None])
+        return before, own, after
+
+    def decode_segments(self, before, own, after):
+        """Every decoder `omega_ij(before, own, after)`: `[batch, |S|, out]`."""
         x = ops.concatenate([before, own, after], axis=-1)
         return self._apply_by_runs(self.decoder, x, self._decoder_groups)
+
+    def segment_outputs(self, inputs):
+        """Every decoder's output `y_ij`: `[batch, |S|, output_dim]`.
+
+        Segment order is that of `self.segments.segments`. Training uses
+        the same outputs with its gradient routing
+        (`objective.segment_outputs`).
+        """
+        table = self.encodings(inputs)
+        return self.decode_segments(*self.segment_contexts(table))
 
     def segment_token_counts(self, inputs):
         """Token counts of every segment: `[batch, |S|, vocabulary_size]`.
@@ -369,17 +333,7 @@ class FusionEncoderNetwork(keras.Model):
         padding positions count for no id.
         """
         ids = self._check_inputs(inputs)
-        onehot = ops.one_hot(ids, self.vocabulary_size, dtype="float32")
-        prefix = ops.cumsum(onehot, axis=1)
-        prefix = ops.concatenate([ops.zeros_like(prefix[:, :1]), prefix], 1)
-        if self.padded_length > self.sequence_length:
-            last = prefix[:, -1:]
-            extra = self.padded_length - self.sequence_length
-            prefix = ops.concatenate([prefix] + [last] * extra, axis=1)
-        spans = np.array(self.segments.segments, "int32")
-        return ops.take(prefix, spans[:, 1], axis=1) - ops.take(
-            prefix, spans[:, 0] - 1, axis=1
-        )
+        return segment_token_counts(ids, self.segments, self.vocabulary_size)
 
     def predicted_token_counts(self, inputs):
         """The count readout's estimate of `segment_token_counts`.
@@ -392,74 +346,42 @@ class FusionEncoderNetwork(keras.Model):
                 "model with `token_count_loss_weight > 0`. Received: "
                 f"token_count_loss_weight={self.token_count_loss_weight}"
             )
-        return self._read_counts(self.encodings(inputs))
+        return self.read_counts(self.encodings(inputs))
 
-    def _read_counts(self, table):
+    def read_counts(self, table):
+        """The count readout applied to every segment's own encoding."""
         scale = float(self.padded_length)
         return ops.cast(self.count_readout(table[:, 1:]), "float32") * scale
-
-    def _token_count_loss(self, x, table, sample_weight):
-        error = self._read_counts(table) - self.segment_token_counts(x)
-        per = ops.mean(ops.square(error), axis=-1)  # [batch, |S|]
-        if self.segment_learning_rates is not None:
-            eta_bar = np.asarray(self.segment_learning_rates)[:, 1]
-            per = per * ops.convert_to_tensor(eta_bar.astype("float32"))
-        if sample_weight is not None:
-            sw = ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
-            per = per * sw
-        loss = ops.mean(per)
-        if self.segment_loss_reduction == "sum":
-            loss = loss * self.segments.num_segments
-        return self.token_count_loss_weight * loss
 
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
-        """Training: the summed losses of all segments; otherwise the root's.
+        """Training: `self.objective`'s loss; otherwise the root's.
 
-        `fit` calls this with `training=True`: it evaluates every segment's
-        decoder (`segment_outputs`) and applies the compiled loss to each
-        against the sequence's target. `evaluate` reports the root loss.
+        `fit` calls this with `training=True` and gets the local objective
+        (every segment's decoder against the sequence's target, plus the
+        auxiliary count loss if any). `evaluate` reports the root loss.
         """
+        base = super().compute_loss
         if not training or y is None:
-            return super().compute_loss(
+            return base(
                 x=x,
                 y=y,
                 y_pred=y_pred,
                 sample_weight=sample_weight,
                 training=training,
             )
-        table = self.encodings(x)
-        outputs = self._decode(table)
-        count = self.segments.num_segments
-        y = ops.convert_to_tensor(y)
-        y_shape = tuple(y.shape[1:])
-        y_all = ops.broadcast_to(
-            ops.expand_dims(y, 1), (ops.shape(y)[0], count) + y_shape
-        )
-        y_all = ops.reshape(y_all, (-1,) + y_shape)
-        flat = ops.reshape(outputs, (-1, self.output_dim))
-        weights = None
-        if self.segment_learning_rates is not None:
-            eta = np.asarray(self.segment_learning_rates)[:, 0]
-            weights = ops.ones((ops.shape(outputs)[0], 1)) * ops.cast(
-                ops.convert_to_tensor(eta.astype("float32"))[None, :],
-                "float32",
+
+        def compiled_loss(targets, predictions, weights):
+            return base(
+                x=x,
+                y=targets,
+                y_pred=predictions,
+                sample_weight=weights,
+                training=True,
             )
-        if sample_weight is not None:
-            sw = ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
-            weights = sw if weights is None else weights * sw
-            weights = ops.broadcast_to(weights, (ops.shape(outputs)[0], count))
-        if weights is not None:
-            weights = ops.reshape(weights, (-1,))
-        loss = super().compute_loss(
-            x=x, y=y_all, y_pred=flat, sample_weight=weights, training=True
-        )
-        if self.segment_loss_reduction == "sum":
-            loss = loss * count
-        if self.count_readout is not None:
-            loss = loss + self._token_count_loss(x, table, sample_weight)
-        return loss
+
+        return self.objective(self, x, y, sample_weight, compiled_loss)
 
     # -- the final network of Sec. 11 -----------------------------------
 
@@ -554,10 +476,7 @@ class FusionEncoderNetwork(keras.Model):
                     self.output_activation
                 ),
                 "sharing": self.sharing,
-                "gradient": self.gradient,
-                "segment_loss_reduction": self.segment_loss_reduction,
-                "segment_learning_rates": self.segment_learning_rates,
-                "token_count_loss_weight": self.token_count_loss_weight,
+                **self.objective.get_config(),
             }
         )
         return config
