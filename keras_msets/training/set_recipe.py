@@ -1,0 +1,227 @@
+"""`SetRecipe`: a `Recipe` whose task trains on fresh batches of set pairs.
+
+What it adds to `keras_msets.training.Recipe`:
+
+- `steps` is the number of training batches in all (one fresh batch per
+  step, `keras_msets.training.set_batches`), not batches per epoch;
+- `continue_from`: a preset folder written by a set recipe (e.g. the
+  shipped one) whose weights the run continues; its runs are kept in
+  `metrics["earlier_fits"]` (the card lists them) and the batches are
+  drawn with seed `seed + k` for the k-th continuation, new but
+  reproducible;
+- `start_from` is recorded as `metrics["pretrain_from"]`, and a task with
+  a `pretrain(model, budget)` step (the counting task's encoder) runs it
+  before the first run;
+- `checkpoint_dir`: a resumable run (`set_batches.fit_sets`), saved in
+  pieces into that folder (never the preset folder).
+"""
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import keras
+
+from keras_msets.training import preset_io
+from keras_msets.training import recipe as recipe_lib
+
+
+def earlier_fits(continue_from):
+    """`(fits, carried metrics, example)` of preset folder `continue_from`.
+
+    The fits oldest first; the carried metrics are the pretraining ones
+    (`pretrain*`); evaluations are redone. The example is the metadata's.
+    """
+    if continue_from is None:
+        return [], {}, None
+    path = Path(continue_from) / preset_io.METADATA_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            "`continue_from` must be a preset folder with "
+            f"{preset_io.METADATA_FILE} and {preset_io.WEIGHTS_FILE}. "
+            f"Received: continue_from={str(continue_from)!r}"
+        )
+    metadata = json.loads(path.read_text())
+    metrics = metadata["metrics"]
+    if "fit" not in metrics or "example" not in metadata:
+        raise ValueError(
+            f"The preset in {str(continue_from)!r} records no training run "
+            "(`metrics['fit']`) or example; only presets written by a set "
+            "recipe can be continued."
+        )
+    fits = [dict(f) for f in metrics.get("earlier_fits", [])]
+    fits.append(dict(metrics["fit"]))
+    carried = {k: v for k, v in metrics.items() if k.startswith("pretrain")}
+    return fits, carried, metadata["example"]
+
+
+class SetRecipe(recipe_lib.Recipe):
+    """A preset of a set task (`keras_msets.training.tasks.SetTask`).
+
+    The arguments are `Recipe`'s; `budget["steps"]` is the number of
+    training batches of a run.
+    """
+
+    def train(
+        self,
+        output_dir=None,
+        overwrite=False,
+        verbose=2,
+        continue_from=None,
+        **options,
+    ):
+        """Train, evaluate and write a preset folder; returns its path.
+
+        `options`: budget overrides (`steps`, `batch_size`,
+        `learning_rate`, `seed`, `workers`, `checkpoint_dir`,
+        `checkpoint_steps`, `data_parallel`).
+        """
+        budget = self.full_budget(**options)
+        path = recipe_lib.check_output_dir(
+            output_dir or recipe_lib.default_output_dir(self.name), overwrite
+        )
+        if budget.get("checkpoint_dir") is not None:
+            _check_checkpoint_dir(budget["checkpoint_dir"])
+        fits, carried, example = earlier_fits(continue_from)
+        path.mkdir(parents=True, exist_ok=True)
+        metrics = {}
+        with recipe_lib._distribution_scope(budget.get("data_parallel")):
+            keras.utils.set_random_seed(budget["seed"])
+            model = self.build_model()
+            self.task.build(
+                model,
+                None if example is None else preset_io.example_input(example),
+            )
+            if fits:
+                model.load_weights(Path(continue_from) / preset_io.WEIGHTS_FILE)
+                metrics.update(carried)
+                metrics["earlier_fits"] = fits
+                budget["seed"] += len(fits)
+            elif self.start_from is not None:
+                self._load_start(model)
+                metrics["pretrain_from"] = str(self.start_from)
+            elif getattr(self.task, "pretrain_steps", 0):
+                metrics.update(self.task.pretrain(model, budget))
+            fit = self.task.fit(model, budget, path, verbose)
+        metrics.update(self.task.evaluate(model, verbose=verbose))
+        metrics["fit"] = fit
+        preset_io.save_preset(
+            model,
+            path,
+            data=self.task.data_description(budget),
+            metrics=metrics,
+            card=self.model_card(model, metrics),
+            example_input=self.task.example_input(),
+            extra={
+                "dims": None
+                if self.task.dims is None
+                else list(self.task.dims),
+                "set_size": list(self.task.set_size),
+                "preprocessing": self.task.preprocessing,
+                "recipe_seed": budget["seed"],
+            },
+            serves=self.task.serves(),
+            task=self.task.name,
+            overwrite=True,  # `check_output_dir` decided above
+        )
+        if self.source is not None:
+            shutil.copyfile(self.source, path / preset_io.RECIPE_FILE)
+        return path
+
+    def argument_parser(self):
+        budget = self.full_budget()
+        parser = argparse.ArgumentParser(
+            description=f"Train the `{self.name}` preset. {self.summary}"
+        )
+        parser.add_argument(
+            "--output-dir",
+            default=None,
+            help="folder to write (default: runs/<name>-<date>-<time>)",
+        )
+        parser.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="allow writing into an existing or installed preset folder",
+        )
+        parser.add_argument(
+            "--steps",
+            type=int,
+            help=f"training batches (default {budget['steps']})",
+        )
+        parser.add_argument(
+            "--batch-size", type=int, help=f"default {budget['batch_size']}"
+        )
+        parser.add_argument(
+            "--learning-rate",
+            type=float,
+            help=f"default {budget['learning_rate']:g}",
+        )
+        parser.add_argument(
+            "--seed", type=int, help=f"default {budget['seed']}"
+        )
+        parser.add_argument("--workers", type=int, default=None)
+        parser.add_argument(
+            "--continue-from",
+            default=None,
+            help="a preset folder whose weights to train further",
+        )
+        parser.add_argument(
+            "--checkpoint-dir",
+            default=None,
+            help="train in pieces, saving a resumable checkpoint in this "
+            "folder after each (never a preset folder); run the same "
+            "command again to resume",
+        )
+        parser.add_argument(
+            "--checkpoint-steps",
+            type=int,
+            default=None,
+            help="batches between checkpoints (default: 500)",
+        )
+        parser.add_argument(
+            "--data-parallel",
+            action="store_true",
+            default=None,
+            help="replicate the model on every local device "
+            "(keras.distribution.DataParallel)",
+        )
+        parser.add_argument("--verbose", type=int, default=2)
+        return parser
+
+
+def _check_checkpoint_dir(folder):
+    """A checkpoint folder is never a preset folder nor inside the
+    installed presets (it may exist: a run resumes from it)."""
+    path = Path(folder).resolve()
+    inside = any(
+        path == root or root in path.parents
+        for root in recipe_lib.preset_roots()
+    )
+    if inside or any(
+        (path / f).exists()
+        for f in (preset_io.METADATA_FILE, preset_io.CONFIG_FILE)
+    ):
+        raise ValueError(
+            "`checkpoint_dir` must be outside the installed presets and "
+            f"not a preset folder. Received: checkpoint_dir={str(folder)!r}"
+        )
+
+
+def installed_model(name):
+    """A loader of the installed preset `name`: a zero-argument callable
+    returning the model, or None when the preset (or its weights) is not
+    installed. For a task's `reference` model."""
+
+    def load():
+        try:
+            folder = recipe_lib.preset_folder(name)
+        except ValueError:
+            return None
+        model = keras.saving.deserialize_keras_object(
+            preset_io.read_config(folder)
+        )
+        model.load_weights(folder / preset_io.WEIGHTS_FILE)
+        return model
+
+    return load
