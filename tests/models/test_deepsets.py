@@ -33,6 +33,39 @@ def test_recurrent_baseline_rejects_unknown_type():
         models.RecurrentBaseline("rnn")
 
 
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (
+            lambda: models.DeepSets(vocabulary_size=0),
+            "`vocabulary_size` must be a positive integer. "
+            "Received: vocabulary_size=0",
+        ),
+        (
+            lambda: models.DeepSets(hidden_units=2.5),
+            "`hidden_units` must be a positive integer. "
+            "Received: hidden_units=2.5",
+        ),
+        (
+            lambda: models.ComplexDeepSets(num_states=-1),
+            "`num_states` must be a positive integer. Received: num_states=-1",
+        ),
+        (
+            lambda: models.ComplexDeepSets(unit_modulus="yes"),
+            "`unit_modulus` must be a bool. Received: unit_modulus='yes'",
+        ),
+        (
+            lambda: models.RecurrentBaseline("gru", units=0),
+            "`units` must be a positive integer. Received: units=0",
+        ),
+    ],
+)
+def test_arguments_are_checked(build, message):
+    with pytest.raises(ValueError) as info:
+        build()
+    assert str(info.value) == message
+
+
 class DeepSetsModelsTest(testing.TestCase):
     def _check_model(self, model):
         x = _digits()

@@ -3,6 +3,8 @@ import keras
 from keras_msets.layers.diagonal_multiset_automaton import (
     DiagonalMultisetAutomaton,
 )
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -72,6 +74,13 @@ class ComplexDeepSets(keras.Model):
         output_units=1,
         **kwargs,
     ):
+        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+        num_states = check_positive_int("num_states", num_states)
+        use_initial_weights = check_bool(
+            "use_initial_weights", use_initial_weights
+        )
+        unit_modulus = check_bool("unit_modulus", unit_modulus)
+        output_units = check_positive_int("output_units", output_units)
         inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
         features = DiagonalMultisetAutomaton(
             vocabulary_size,

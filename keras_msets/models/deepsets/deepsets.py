@@ -1,6 +1,7 @@
 import keras
 
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
+from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -53,6 +54,10 @@ class DeepSets(keras.Model):
         output_units=1,
         **kwargs,
     ):
+        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+        embedding_dim = check_positive_int("embedding_dim", embedding_dim)
+        hidden_units = check_positive_int("hidden_units", hidden_units)
+        output_units = check_positive_int("output_units", output_units)
         inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
         x = keras.layers.Embedding(
             vocabulary_size, embedding_dim, mask_zero=True, name="embedding"

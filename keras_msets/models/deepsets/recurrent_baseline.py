@@ -1,5 +1,9 @@
 import keras
 
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_positive_int
+
 RNN_TYPES = ("lstm", "gru")
 DEFAULT_UNITS = {"lstm": 50, "gru": 80}
 
@@ -61,12 +65,13 @@ class RecurrentBaseline(keras.Model):
         output_units=1,
         **kwargs,
     ):
-        if rnn_type not in RNN_TYPES:
-            raise ValueError(
-                f"`rnn_type` must be one of {RNN_TYPES}. "
-                f"Received: rnn_type={rnn_type!r}"
-            )
+        check_choice("rnn_type", rnn_type, RNN_TYPES)
+        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
+        embedding_dim = check_positive_int("embedding_dim", embedding_dim)
         units = DEFAULT_UNITS[rnn_type] if units is None else units
+        units = check_positive_int("units", units)
+        reset_after = check_bool("reset_after", reset_after)
+        output_units = check_positive_int("output_units", output_units)
         inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
         x = keras.layers.Embedding(
             vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
