@@ -4,17 +4,9 @@ import keras
 import numpy as np
 from keras import ops
 
-
-def _positive_int(name, value):
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value < 1
-    ):
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
+from keras_msets.utils.validation import check_int_list
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import is_int
 
 
 def _group_plan(groups, rows, num_groups):
@@ -104,22 +96,15 @@ class GroupedMLP(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if isinstance(units, (int, np.integer)):
+        if is_int(units):
             units = [units]
-        if not isinstance(units, (list, tuple)) or not units:
-            raise ValueError(
-                "`units` must be a non-empty list of positive integers. "
-                f"Received: units={units!r}"
-            )
-        self.units = [_positive_int("units", u) for u in units]
-        self.num_groups = _positive_int("num_groups", num_groups)
-        self.vocabulary_size = (
-            None
-            if vocabulary_size is None
-            else _positive_int("vocabulary_size", vocabulary_size)
+        self.units = check_int_list("units", units, allow_empty=False)
+        self.num_groups = check_positive_int("num_groups", num_groups)
+        self.vocabulary_size = check_positive_int(
+            "vocabulary_size", vocabulary_size, allow_none=True
         )
-        self.input_dim = (
-            None if input_dim is None else _positive_int("input_dim", input_dim)
+        self.input_dim = check_positive_int(
+            "input_dim", input_dim, allow_none=True
         )
         if self.vocabulary_size is None and self.input_dim is None:
             raise ValueError(
@@ -127,9 +112,7 @@ class GroupedMLP(keras.layers.Layer):
                 "inputs) must be set. Received: input_dim=None, "
                 "vocabulary_size=None"
             )
-        self.pad_to = (
-            None if pad_to is None else _positive_int("pad_to", pad_to)
-        )
+        self.pad_to = check_positive_int("pad_to", pad_to, allow_none=True)
         if self.pad_to is not None and self.vocabulary_size is None:
             raise ValueError(
                 "`pad_to` needs id inputs (`vocabulary_size`). Received: "

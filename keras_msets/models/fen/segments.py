@@ -2,35 +2,13 @@
 
 import numpy as np
 
-
-def _check_length(length):
-    if (
-        isinstance(length, bool)
-        or not isinstance(length, (int, np.integer))
-        or length < 1
-    ):
-        raise ValueError(
-            f"`length` must be a positive integer. Received: length={length!r}"
-        )
-    if length & (length - 1):
-        raise ValueError(
-            "`length` must be a power of two (pad other lengths to "
-            "`padded_length(length)`). Received: length="
-            f"{length}"
-        )
+from keras_msets.utils.validation import check_positive_int
 
 
 def padded_length(length):
     """The smallest power of two that is at least `length`."""
-    if (
-        isinstance(length, bool)
-        or not isinstance(length, (int, np.integer))
-        or length < 1
-    ):
-        raise ValueError(
-            f"`length` must be a positive integer. Received: length={length!r}"
-        )
-    return 1 << (int(length) - 1).bit_length()
+    length = check_positive_int("length", length)
+    return 1 << (length - 1).bit_length()
 
 
 class FusionSegments:
@@ -88,8 +66,12 @@ class FusionSegments:
     """
 
     def __init__(self, length):
-        _check_length(length)
-        n = int(length)
+        n = check_positive_int("length", length)
+        if n & (n - 1):
+            raise ValueError(
+                "`length` must be a power of two (pad other lengths to "
+                f"`padded_length(length)`). Received: length={n}"
+            )
         self.length = n
         self.depth = n.bit_length() - 1
         segments = [(i, i) for i in range(1, n + 1)]
