@@ -4,6 +4,7 @@ from keras_msets.models.deepsets.complex_deepsets import ComplexDeepSets
 from keras_msets.models.deepsets.deepsets import DeepSets
 from keras_msets.models.deepsets.recurrent_baseline import RecurrentBaseline
 from keras_msets.models.fen.fusion_encoder_network import FusionEncoderNetwork
+from keras_msets.models.fen.local_objective import LocalFusionObjective
 from keras_msets.models.fen.segments import FusionSegments
 from keras_msets.models.fen.segments import padded_length
 from keras_msets.models.mst.baselines import SingleSetBaseline
@@ -20,6 +21,7 @@ __all__ = [
     "DeepSets",
     "FusionEncoderNetwork",
     "FusionSegments",
+    "LocalFusionObjective",
     "MULTISET_MODEL_NAMES",
     "MultiSetRelationNetwork",
     "MultiSetTransformer",
