@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from keras_msets.training import card as card_lib
+from keras_msets.training import distribution
 from keras_msets.training import preset_io
 from keras_msets.training.task import Task
 
@@ -126,17 +127,6 @@ def check_output_dir(output_dir, overwrite=False):
             f"Received: output_dir={str(output_dir)!r}"
         )
     return path
-
-
-def _distribution_scope(data_parallel):
-    """A context in which models are built data-parallel, if asked."""
-    import contextlib
-
-    if not data_parallel:
-        return contextlib.nullcontext()
-    from keras_msets.training import distribution
-
-    return distribution.data_parallel()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,11 +210,16 @@ class Recipe:
             output_dir or default_output_dir(self.name), overwrite
         )
         path.mkdir(parents=True, exist_ok=True)
-        with _distribution_scope(budget.get("data_parallel")):
+        parallel = bool(budget.get("data_parallel"))
+        with distribution.data_parallel(parallel) as scope:
+            if scope is not None:
+                distribution.check_batch_size(budget["batch_size"], scope)
             model = self.build_model(**model_options)
             if self.start_from is not None:
                 self._load_start(model)
             fit = self.task.fit(model, budget, path, verbose)
+        if parallel:
+            fit["data_parallel_devices"] = distribution.device_count(scope)
         if self.start_from is not None:
             fit["start_from"] = str(self.start_from)
         metrics = self.task.evaluate(model, verbose=verbose)
@@ -286,13 +281,7 @@ class Recipe:
             help="where a resumable training checkpoint goes (default: the "
             "output folder), never into an installed preset",
         )
-        parser.add_argument(
-            "--data-parallel",
-            action="store_true",
-            default=None,
-            help="replicate the model on every local device "
-            "(keras.distribution.DataParallel)",
-        )
+        distribution.add_distribution_arguments(parser)
         parser.add_argument("--verbose", type=int, default=2)
         for flag, text in self.flags:
             parser.add_argument(flag, action="store_true", help=text)

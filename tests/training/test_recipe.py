@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import keras
 import pytest
 
 from keras_msets import zoo
@@ -168,6 +169,19 @@ def test_command_line_trains_into_the_given_folder(tmp_path):
     assert config["config"]["unit_modulus"] is False
     with pytest.raises(ValueError, match="overwrite=True"):
         recipe.main(["--output-dir", str(output)])
+
+
+def test_data_parallel_on_jax_and_a_clear_error_elsewhere(tmp_path):
+    recipe = _small(_recipe("deepsets_digit_sum"))
+    options = {"epochs": 1, "steps": 1, "verbose": 0, "data_parallel": True}
+    if keras.backend.backend() != "jax":
+        with pytest.raises(ValueError, match="JAX backend"):
+            recipe.train(output_dir=tmp_path / "run", **options)
+        return
+    path = recipe.train(output_dir=tmp_path / "run", **options)
+    metadata = json.loads((path / "metadata.json").read_text())
+    devices = metadata["metrics"]["fit"]["data_parallel_devices"]
+    assert devices == len(keras.distribution.list_devices())
 
 
 def test_budget_layers_shared_task_and_recipe_values():
