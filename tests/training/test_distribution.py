@@ -15,9 +15,9 @@ from keras_msets.training import distribution
 BACKEND = keras.backend.backend()
 ON_JAX = BACKEND == "jax"
 NOT_ON_THIS_BACKEND = (
-    f"keras.distribution has no data parallelism on {BACKEND} (Keras "
-    f"{keras.__version__}); test_other_backends_refuse_data_parallel "
-    "checks the error instead"
+    f"Keras {keras.__version__} trains with keras.distribution only on JAX, "
+    f"not on {BACKEND}; test_other_backends_refuse_data_parallel checks the "
+    "error raised here instead"
 )
 
 
