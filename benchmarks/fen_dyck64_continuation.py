@@ -69,9 +69,9 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     keras.utils.set_random_seed(0)
-    recipe = zoo.load_recipe("fen_dyck_64")
+    task = zoo.load_recipe("fen_dyck_64").RECIPE.task
     model = zoo.load("fen_dyck_64")
-    before = recipe.evaluate(
+    before = task.evaluate(
         model, verbose=0, num=args.test_size, seed=args.test_seed
     )
     model.compile(
@@ -79,7 +79,7 @@ def main(argv=None):
         loss="binary_crossentropy",
         metrics=["accuracy"],
     )
-    x_dev, y_dev = recipe.make_data(LENGTH, "dev")
+    x_dev, y_dev = task.make_data(LENGTH, "dev")
     history = []
     start = time.time()
     with tempfile.TemporaryDirectory() as folder:
@@ -104,7 +104,7 @@ def main(argv=None):
                 best_accuracy = row["val_accuracy"]
                 model.save_weights(best_path)
         model.load_weights(best_path)
-    after = recipe.evaluate(
+    after = task.evaluate(
         model, verbose=0, num=args.test_size, seed=args.test_seed
     )
     result = {

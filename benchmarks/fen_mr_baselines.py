@@ -61,8 +61,8 @@ def main(argv=None):
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
-    recipe = zoo.load_recipe("fen_mr_polarity")
-    texts, labels, train_idx, dev_idx, test_idx = recipe.split()
+    task = zoo.load_recipe("fen_mr_polarity").RECIPE.task
+    texts, labels, train_idx, dev_idx, test_idx = task.split()
     if args.limit:
         train_idx, dev_idx, test_idx = (
             train_idx[: args.limit],
@@ -70,7 +70,7 @@ def main(argv=None):
             test_idx[: args.limit],
         )
     vectorizer = data.build_vectorizer(
-        [texts[i] for i in train_idx], sequence_length=recipe.LENGTH
+        [texts[i] for i in train_idx], sequence_length=task.sequence_length
     )
     vocabulary_size = len(vectorizer.get_vocabulary())
 
@@ -84,7 +84,7 @@ def main(argv=None):
         labels[test_idx],
     )
     fen = zoo.load("fen_mr_polarity")
-    fen_accuracy = recipe.evaluate(fen, verbose=0)["test_accuracy"]
+    fen_accuracy = task.evaluate(fen, verbose=0)["test_accuracy"]
     rows = [
         {
             "model": "FEN (sharing=all, preset)",
@@ -94,7 +94,7 @@ def main(argv=None):
     ]
     for name in args.models.split(","):
         keras.utils.set_random_seed(0)
-        model = build(name, vocabulary_size, recipe.LENGTH)
+        model = build(name, vocabulary_size, task.sequence_length)
         model.compile(
             optimizer=keras.optimizers.Adam(1e-3),
             loss="binary_crossentropy",

@@ -1,11 +1,15 @@
-"""The fen_dyck_64 recipe's model options (the RESULTS.md experiments)."""
+"""The fen_dyck_64 recipe: model options, curriculum, count readout, card."""
 
+import json
 from pathlib import Path
 
 import keras
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
+from keras_msets.training import fen_curriculum
+from keras_msets.training.tasks import dyck
 
 ZOO = Path(__file__).resolve().parents[2] / "zoo"
 RECIPE = ZOO / "fen_dyck_64" / "recipe.py"
@@ -31,37 +35,69 @@ def test_build_model_options():
     # Unbounded encodings: the tanh model's stay in [-1, 1].
     encodings = keras.ops.convert_to_numpy(preset.encodings(x))
     assert np.abs(encodings).max() <= 1.0
+    # The shipped preset's model, as declared.
+    shipped = json.loads((ZOO / "fen_dyck_64" / "config.json").read_text())
+    config = json.loads(json.dumps(recipe.RECIPE.build_model().get_config()))
+    assert config == shipped["config"]
+
+
+def test_stage_models_keep_the_options():
+    recipe = load_script(RECIPE)
+    model = recipe.build_model(
+        64, encoding_activation=None, rate_power=1, token_count_loss_weight=0.5
+    )
+    for length in (8, 16):
+        stage = fen_curriculum.stage_model(model, length)
+        assert stage.sequence_length == length
+        assert stage.encoding_activation is keras.activations.linear
+        assert stage.token_count_loss_weight == 0.5
+        # The rates of a model built at that length: ~ segment length.
+        np.testing.assert_allclose(
+            stage.segment_learning_rates,
+            recipe.build_model(length, rate_power=1.0).segment_learning_rates,
+        )
 
 
 def test_train_passes_the_options_to_every_stage(tmp_path, monkeypatch):
     recipe = load_script(RECIPE)
-    built = []
+    seen = {}
 
-    def fit_stages(build_model, stages, make_data, **kwargs):
-        built.extend(build_model(stage[0]) for stage in stages)
-        seen.extend(stages)
+    def fit_stages(model, stages, make_data, **kwargs):
+        seen["stages"] = stages
+        seen["models"] = [
+            fen_curriculum.stage_model(model, s[0]) for s in stages[:-1]
+        ] + [model]
         raise RuntimeError("stop after building")
 
-    seen = []
-
-    monkeypatch.setattr(recipe.fen_recipe, "fit_stages", fit_stages)
-    try:
-        recipe.train(
-            tmp_path,
+    monkeypatch.setattr(fen_curriculum, "fit_stages", fit_stages)
+    with pytest.raises(RuntimeError, match="stop after building"):
+        recipe.RECIPE.train(
+            output_dir=tmp_path / "run",
             stages=((4, 1), (8, 1)),
-            encoding_activation=None,
+            encoding_activation="linear",
             rate_power=1.0,
             token_count_loss_weight=0.5,
             last_learning_rate=1e-4,
         )
-    except RuntimeError as error:
-        assert "stop after building" in str(error)
-    assert [m.sequence_length for m in built] == [4, 8]
-    assert seen == [(4, 1), (8, 1, 1e-4)]
-    for model in built:
+    assert seen["stages"] == [(4, 1), (8, 1, 1e-4)]
+    models = seen["models"]
+    assert [m.sequence_length for m in models] == [4, 64]
+    for model in models:
         assert model.encoding_activation is keras.activations.linear
         assert model.segment_learning_rates is not None
         assert model.token_count_loss_weight == 0.5
+    # The command line takes the same options.
+    args = recipe.RECIPE.argument_parser().parse_args(
+        ["--rate-power", "1", "--last-learning-rate", "1e-3"]
+    )
+    assert args.rate_power == 1.0 and args.last_learning_rate == 1e-3
+    assert args.token_count_loss_weight is None  # the preset's default
+
+
+def test_training_refuses_the_shipped_preset_folder():
+    recipe = load_script(RECIPE)
+    with pytest.raises(ValueError, match="Refusing to write"):
+        recipe.RECIPE.train(output_dir=ZOO / "fen_dyck_64", stages=((4, 1),))
 
 
 def test_count_exactness_scores_the_readout():
@@ -71,7 +107,24 @@ def test_count_exactness_scores_the_readout():
     model(x)
     # An untrained readout is not exact at length 64; a readout set to
     # the truth is.
-    assert recipe.count_exactness(model, x)["count_exact_64"] == 0.0
+    assert dyck.count_exactness(model, x)["count_exact_64"] == 0.0
     model.predicted_token_counts = model.segment_token_counts
-    exact = recipe.count_exactness(model, x)
+    exact = dyck.count_exactness(model, x)
     assert exact == {f"count_exact_{n}": 1.0 for n in (8, 16, 32, 64)}
+
+
+def test_card_renders_from_the_stored_metrics():
+    recipe = load_script(RECIPE)
+    metadata = json.loads((ZOO / "fen_dyck_64" / "metadata.json").read_text())
+    metrics = metadata["metrics"]
+    model = recipe.build_model()
+    model(np.ones((1, 64), "int32"))
+    card = recipe.RECIPE.model_card(model, metrics)
+    assert card.startswith("# `fen_dyck_64`")
+    assert f"accuracy: {metrics['accuracy']:.4f}" in card
+    for kind in ("balanced", "flip", "swap", "equal_counts", "random"):
+        assert f"| {kind} | {metrics[f'accuracy_{kind}']:.4f} |" in card
+    assert "64 (15 epochs at learning rate 0.0003" in card
+    assert "## Limitations" not in card  # 0.9865 reaches the target
+    short = dict(metrics, accuracy=0.9)
+    assert "## Limitations" in recipe.RECIPE.model_card(model, short)

@@ -19,6 +19,9 @@ __all__ = [
 ]
 
 # The Fusion Encoder Network and complex-order text tasks.
+from keras_msets.training.tasks.complex_order_mr import ComplexOrderMrTask  # noqa: E402
 from keras_msets.training.tasks.dyck import DyckTask  # noqa: E402
+from keras_msets.training.tasks.mr_polarity import FenMrPolarityTask  # noqa: E402
+from keras_msets.training.tasks.mr_polarity import TextTask  # noqa: E402
 
-__all__ += ["DyckTask"]
+__all__ += ["ComplexOrderMrTask", "DyckTask", "FenMrPolarityTask", "TextTask"]

