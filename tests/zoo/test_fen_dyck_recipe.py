@@ -1,5 +1,7 @@
 """The fen_dyck_64 recipe: model options, curriculum, count readout, card."""
 
+import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -126,5 +128,31 @@ def test_card_renders_from_the_stored_metrics():
         assert f"| {kind} | {metrics[f'accuracy_{kind}']:.4f} |" in card
     assert "64 (15 epochs at learning rate 0.0003" in card
     assert "## Limitations" not in card  # 0.9865 reaches the target
+    assert card == (ZOO / "fen_dyck_64" / "README.md").read_text()
     short = dict(metrics, accuracy=0.9)
     assert "## Limitations" in recipe.RECIPE.model_card(model, short)
+
+
+def test_a_tiny_curriculum_writes_a_new_preset_folder(tmp_path):
+    recipe = load_script(RECIPE)
+    tiny = dataclasses.replace(
+        recipe.RECIPE,
+        task=dyck.DyckTask(length=8, train_size=64, dev_size=32, test_size=64),
+        build_model=functools.partial(recipe.build_model, 8),
+    )
+    path = tiny.train(
+        output_dir=tmp_path / "run", stages=((4, 1), (8, 1)), verbose=0
+    )
+    metadata = json.loads((path / "metadata.json").read_text())
+    fit = metadata["metrics"]["fit"]
+    assert [s["length"] for s in fit["stages"]] == [4, 8]
+    assert [s["epochs_run"] for s in fit["stages"]] == [1, 1]
+    assert 0.0 <= metadata["metrics"]["accuracy"] <= 1.0
+    assert metadata["task"] == "dyck1"
+    assert not (path / fen_curriculum.CHECKPOINT_FILE).exists()
+    card = (path / "README.md").read_text()
+    assert f"{metadata['metrics']['accuracy']:.4f}" in card
+    assert "stages 4 (1 epochs" in card
+    # A second run into the same folder is refused.
+    with pytest.raises(ValueError, match="Refusing to write"):
+        tiny.train(output_dir=path, stages=((8, 1),), verbose=0)
