@@ -107,7 +107,7 @@ def test_training_writes_a_new_folder_and_never_an_installed_preset(
     assert (path / "recipe.py").read_text() == Path(recipe.source).read_text()
     metadata = json.loads((path / "metadata.json").read_text())
     assert metadata["name"] == "deepsets_digit_sum"
-    assert metadata["task"] == "sum"
+    assert metadata["task"] == "digit_sum"
     assert metadata["recipe_seed"] == 0
     fit = metadata["metrics"]["fit"]
     assert fit["epochs_run"] == 1 and fit["steps"] == 2

@@ -22,6 +22,8 @@ from keras_msets.training.task import Task
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
+# The preset metadata's "task" of each target.
+TASK_NAMES = {"sum": "digit_sum", "units_digit": "units_digit"}
 TEST_LENGTHS = tuple(range(5, 100, 5))
 LONG_LENGTH = 500
 TEST_SEED = 1
@@ -75,8 +77,8 @@ class DigitSumTask(Task):
     """Predict the sum (`"sum"`) or its units digit (`"units_digit"`).
 
     Args:
-        target: `"sum"` (task 1) or `"units_digit"` (task 2); also the
-            preset metadata's `"task"`.
+        target: `"sum"` (task 1) or `"units_digit"` (task 2); the preset
+            metadata's `"task"` is `"digit_sum"` or `"units_digit"`.
         lengths: the test lengths whose accuracies the card reports.
         num_per_length: test sequences per length.
         long_num: test sequences of length 500 (ten times the longest
@@ -104,7 +106,7 @@ class DigitSumTask(Task):
         long_num=1_000,
     ):
         self.target = check_choice("target", target, TARGETS)
-        self.name = self.target
+        self.name = TASK_NAMES[self.target]
         self.lengths = tuple(lengths)
         self.num_per_length = check_positive_int(
             "num_per_length", num_per_length
