@@ -350,9 +350,11 @@ def fit_sets(
     if dim_weight_power is None:
         dim_weight_power = task.dim_weight_power
     dims = task.check_dims(dims)
-    accumulate = check_positive_int(
-        "gradient_accumulation_steps", gradient_accumulation_steps or 1
-    )
+    accumulate = 1
+    if gradient_accumulation_steps is not None:
+        accumulate = check_positive_int(
+            "gradient_accumulation_steps", gradient_accumulation_steps
+        )
     if shuffle is None:
         shuffle = accumulate == 1 and checkpoint_dir is None
     if shuffle and checkpoint_dir is not None:

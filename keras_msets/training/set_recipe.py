@@ -23,6 +23,7 @@ from pathlib import Path
 
 import keras
 
+from keras_msets.training import distribution
 from keras_msets.training import preset_io
 from keras_msets.training import recipe as recipe_lib
 
@@ -86,7 +87,10 @@ class SetRecipe(recipe_lib.Recipe):
         fits, carried, example = earlier_fits(continue_from)
         path.mkdir(parents=True, exist_ok=True)
         metrics = {}
-        with recipe_lib._distribution_scope(budget.get("data_parallel")):
+        parallel = bool(budget.get("data_parallel"))
+        with distribution.data_parallel(parallel) as scope:
+            if scope is not None:
+                distribution.check_batch_size(budget["batch_size"], scope)
             keras.utils.set_random_seed(budget["seed"])
             model = self.build_model()
             self.task.build(
@@ -104,6 +108,8 @@ class SetRecipe(recipe_lib.Recipe):
             elif getattr(self.task, "pretrain_steps", 0):
                 metrics.update(self.task.pretrain(model, budget))
             fit = self.task.fit(model, budget, path, verbose)
+        if parallel:
+            fit["data_parallel_devices"] = distribution.device_count(scope)
         metrics.update(self.task.evaluate(model, verbose=verbose))
         metrics["fit"] = fit
         preset_io.save_preset(
@@ -179,13 +185,7 @@ class SetRecipe(recipe_lib.Recipe):
             default=None,
             help="batches between checkpoints (default: 500)",
         )
-        parser.add_argument(
-            "--data-parallel",
-            action="store_true",
-            default=None,
-            help="replicate the model on every local device "
-            "(keras.distribution.DataParallel)",
-        )
+        distribution.add_distribution_arguments(parser)
         parser.add_argument("--verbose", type=int, default=2)
         return parser
 

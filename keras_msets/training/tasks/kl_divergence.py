@@ -58,8 +58,8 @@ class KLDivergence(SetTask):
 
     def __init__(
         self,
-        dims,
-        test_dims,
+        dims=tuple(range(2, 17)),
+        test_dims=(2, 4, 8, 16),
         gaussian_dims=(2, 8),
         gaussian_kls=(0.0, 0.5, 1.0, 2.0),
         test_size=1000,

@@ -52,6 +52,15 @@ class MutualInformation(SetTask):
     loss = "mean_squared_error"
     dim_weight_power = -2
 
+    def __init__(
+        self,
+        dims=tuple(range(2, 21)),
+        test_dims=(2, 10, 20),
+        test_size=1000,
+        default_dims=None,
+    ):
+        super().__init__(dims, test_dims, test_size, default_dims)
+
     def make_batch(self, batch_size, dim, seed, set_size=None):
         raw, targets = mixtures.mutual_information_sets(
             batch_size,
@@ -227,8 +236,8 @@ class JointMutualInformation(MutualInformation):
 
     def __init__(
         self,
-        dims,
-        test_dims,
+        dims=tuple(range(1, 9)),
+        test_dims=(1, 2, 4, 6, 8),
         test_size=1000,
         default_dims=None,
         split=None,
@@ -286,7 +295,7 @@ class JointMutualInformation(MutualInformation):
         mean over permutations) on the same joint samples."""
         metrics = super().evaluate_dims(model, dims, num, seed, batch_size)
         split = None if self.split is None else self.split[1]()
-        split_task = MutualInformation(dims=self.dims, test_dims=())
+        split_task = MutualInformation()
         for d in dims or self.test_dims:
             raw, _, targets = self.test_set(num or self.test_size, d, seed)
             truth = targets[:, 0].astype(np.float64)
