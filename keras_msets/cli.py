@@ -3,7 +3,11 @@
 keras-msets zoo list
 keras-msets zoo info NAME
 keras-msets zoo evaluate NAME [--update-card]
-keras-msets zoo train NAME [--output-dir DIR] [--epochs N]
+keras-msets zoo train NAME [--output-dir DIR] [--overwrite] [--epochs N]
+keras-msets data fetch mr | mnist_5k [--dir DIR]
+
+A user error (an unknown preset, a broken preset file) prints one line,
+`keras-msets: error: ...`, and exits with status 2.
 """
 
 import argparse
@@ -15,7 +19,12 @@ def _zoo_list(args):
     from keras_msets import zoo
 
     for name in zoo.list():
-        metadata = zoo.info(name)
+        try:
+            metadata = zoo.info(name)
+        except ValueError as error:
+            # One broken preset does not hide the others.
+            print(f"{name}\tbroken: {_one_line(error)}")
+            continue
         print(f"{name}\t{metadata.get('parameter_count', '?')} parameters")
     return 0
 
@@ -47,8 +56,14 @@ def _zoo_train(args):
     from keras_msets import zoo
 
     kwargs = {} if args.epochs is None else {"epochs": args.epochs}
-    metrics = zoo.train(args.name, output_dir=args.output_dir, **kwargs)
-    print(json.dumps(metrics, indent=2))
+    result = zoo.train(
+        args.name,
+        output_dir=args.output_dir,
+        overwrite=args.overwrite,
+        **kwargs,
+    )
+    if isinstance(result, dict):
+        print(json.dumps(result, indent=2))
     return 0
 
 
@@ -86,7 +101,17 @@ def build_parser():
                 "metadata and card (weights untouched)",
             )
         if command == "train":
-            sub.add_argument("--output-dir", default=None)
+            sub.add_argument(
+                "--output-dir",
+                default=None,
+                help="where to write the trained preset (default: a new "
+                "folder ./NAME-run)",
+            )
+            sub.add_argument(
+                "--overwrite",
+                action="store_true",
+                help="allow replacing a preset, including an installed one",
+            )
             sub.add_argument("--epochs", type=int, default=None)
     data_parser = commands.add_parser("data", help="offline data sets")
     data_commands = data_parser.add_subparsers(
@@ -103,12 +128,16 @@ def build_parser():
     return parser
 
 
+def _one_line(error):
+    return " ".join(str(error).split())
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as error:
-        print(f"keras-msets: error: {error}", file=sys.stderr)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"keras-msets: error: {_one_line(error)}", file=sys.stderr)
         return 2
 
 

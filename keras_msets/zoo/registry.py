@@ -1,32 +1,71 @@
-"""Finding, describing, loading and saving zoo presets.
+"""Finding, describing, verifying and loading zoo presets.
 
-A preset is a folder `<name>/` holding `config.json` (the model's
-`keras.saving.serialize_keras_object`), `model.weights.h5`, `metadata.json`
-(versions, backend, parameter count, date, data, metrics, the sha256 of the
-weights file), `README.md` (the model card) and `recipe.py` (the
-`model.fit` script that produced it). Presets live in the repository's
-top-level `zoo/` folder, which the wheel installs as `keras_msets._presets`.
-Nothing here touches the network.
+A preset is a folder `<name>/` in the format of
+`keras_msets.training.preset_io` (`config.json`, `model.weights.h5`,
+`metadata.json`, `README.md`, `recipe.py`, sometimes `vocabulary.txt`).
+Presets live in the repository's top-level `zoo/` folder, which the wheel
+installs as `keras_msets._presets`; `$KERAS_MSETS_ZOO_DIR` points to
+another folder of presets. `load` also takes the path of a preset folder
+(what `save_preset` writes). Nothing here touches the network.
+
+Every file that affects a model's output is checked against the sha256
+its metadata records before anything is loaded. `list()` only looks at
+folder names, so a broken preset is listed like the others; `info` and
+`load` then say which of its files is wrong.
 """
 
 import builtins
-import datetime
-import hashlib
-import importlib.util
-import json
+import inspect
 import os
 from pathlib import Path
 
 import keras
 
-from keras_msets.version import __version__
+from keras_msets.training import preset_io
+from keras_msets.training.preset_io import CARD_FILE
+from keras_msets.training.preset_io import CONFIG_FILE
+from keras_msets.training.preset_io import METADATA_FILE
+from keras_msets.training.preset_io import RECIPE_FILE
+from keras_msets.training.preset_io import VERIFIED_FILES
+from keras_msets.training.preset_io import VOCABULARY_FILE
+from keras_msets.training.preset_io import WEIGHTS_FILE
+from keras_msets.training.preset_io import example_input
+from keras_msets.training.preset_io import example_outputs
+from keras_msets.training.preset_io import save_preset
+from keras_msets.training.preset_io import sha256_of
+from keras_msets.utils.scripts import load_script
 
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.weights.h5"
-METADATA_FILE = "metadata.json"
-CARD_FILE = "README.md"
-RECIPE_FILE = "recipe.py"
+# Names kept importable from here: the file names, the examples and
+# `save_preset` (which the training code owns).
+__all__ = [
+    "CARD_FILE",
+    "CONFIG_FILE",
+    "METADATA_FILE",
+    "RECIPE_FILE",
+    "VOCABULARY_FILE",
+    "WEIGHTS_FILE",
+    "ZOO_DIR_ENV",
+    "evaluate",
+    "example_input",
+    "example_outputs",
+    "info",
+    "list",
+    "load",
+    "load_recipe",
+    "preset_dir",
+    "presets_root",
+    "save_preset",
+    "sha256_of",
+    "train",
+    "verify",
+    "verify_weights",
+]
+
 ZOO_DIR_ENV = "KERAS_MSETS_ZOO_DIR"
+# Model hubs keras_msets does not read from (KerasHub's handles).
+HUB_PREFIXES = ("hf://", "kaggle://")
+# The repository's own presets folder (a source checkout).
+REPOSITORY_ZOO = Path(__file__).resolve().parents[2] / "zoo"
 
 
 def presets_root():
@@ -35,89 +74,146 @@ def presets_root():
     `$KERAS_MSETS_ZOO_DIR` if set; else the installed `keras_msets._presets`
     package (a wheel install); else the `zoo/` folder of a source checkout.
     """
+    import importlib.util
+
     if os.environ.get(ZOO_DIR_ENV):
         return Path(os.environ[ZOO_DIR_ENV])
     spec = importlib.util.find_spec("keras_msets._presets")
     if spec is not None and spec.submodule_search_locations:
         return Path(builtins.list(spec.submodule_search_locations)[0])
-    return Path(__file__).resolve().parents[2] / "zoo"
-
-
-def sha256_of(path):
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return REPOSITORY_ZOO
 
 
 def list():  # noqa: A001 - the public name the issue asks for.
-    """Names of the available presets, sorted."""
+    """Names of the available presets, sorted.
+
+    Every folder of `presets_root()` holding a `config.json` or a
+    `metadata.json`. Nothing is read here, so a broken preset is listed
+    too; `info(name)` or `load(name)` says what is wrong with it.
+    """
     root = presets_root()
     if not root.is_dir():
         return []
     return sorted(
         p.name
         for p in root.iterdir()
-        if p.is_dir() and (p / CONFIG_FILE).is_file()
+        if p.is_dir()
+        and ((p / CONFIG_FILE).is_file() or (p / METADATA_FILE).is_file())
     )
 
 
-def preset_dir(name):
-    """The folder of preset `name`; a `ValueError` lists the known names."""
+def _is_path(value):
+    if isinstance(value, os.PathLike):
+        return True
+    return (
+        os.sep in value
+        or "/" in value
+        or value.startswith((".", "~"))
+        or (os.altsep is not None and os.altsep in value)
+    )
+
+
+def _locate(name):
+    """`(name, folder)` of a preset name or a preset folder's path."""
+    if isinstance(name, str) and name.startswith(HUB_PREFIXES):
+        raise ValueError(
+            "Loading presets from a model hub is not supported: "
+            "keras_msets reads its own presets and local preset folders "
+            "only, offline. Download the preset folder and pass its path. "
+            f"Received: name={name!r}"
+        )
+    if isinstance(name, (str, os.PathLike)) and _is_path(name):
+        folder = Path(name).expanduser()
+        if not folder.is_dir():
+            raise ValueError(
+                "`name` is a path, but no preset folder is there. "
+                f"Received: name={os.fspath(name)!r}"
+            )
+        return folder.resolve().name, folder
     names = list()
     if not isinstance(name, str) or name not in names:
         raise ValueError(
             f"Unknown zoo preset `name`. Received: name={name!r}. "
-            f"Available presets: {', '.join(names) or '(none)'}"
+            f"Available presets: {', '.join(names) or '(none)'}. A "
+            "preset folder elsewhere is loaded by its path."
         )
-    return presets_root() / name
+    return name, presets_root() / name
+
+
+def preset_dir(name):
+    """The folder of preset `name` (a name or a preset folder's path).
+
+    A `ValueError` lists the known names.
+    """
+    return _locate(name)[1]
 
 
 def info(name):
-    """The metadata of preset `name` as a dict (plus `path` and `card`)."""
-    folder = preset_dir(name)
-    with open(folder / METADATA_FILE) as f:
-        metadata = json.load(f)
+    """The metadata of preset `name` as a dict (plus `path` and `card`).
+
+    `name` is a preset name or the path of a preset folder. A missing or
+    malformed `metadata.json` raises a `ValueError` naming the preset and
+    the file.
+    """
+    name, folder = _locate(name)
+    metadata = preset_io.read_metadata(folder, name)
     metadata["path"] = str(folder)
     card = folder / CARD_FILE
     metadata["card"] = card.read_text() if card.is_file() else ""
     return metadata
 
 
+def verify(name, files=VERIFIED_FILES):
+    """Checks the preset's files against the sha256 in its metadata.
+
+    Raises a `ValueError` naming the preset, the file and what to do when
+    a file that affects the model's output is missing or was changed.
+    """
+    name, folder = _locate(name)
+    preset_io.verify_files(folder, name=name, files=files)
+    return folder
+
+
 def verify_weights(name):
-    """Raise a `ValueError` unless the weights file matches its sha256."""
-    folder = preset_dir(name)
-    with open(folder / METADATA_FILE) as f:
-        expected = json.load(f).get("weights_sha256")
-    weights = folder / WEIGHTS_FILE
-    if not weights.is_file():
-        raise ValueError(
-            f"Preset {name!r} has no weights file: {weights} is missing."
-        )
-    actual = sha256_of(weights)
-    if actual != expected:
-        raise ValueError(
-            f"The weights file of preset {name!r} ({weights}) is corrupt or "
-            f"was changed: its sha256 is {actual}, expected {expected} "
-            f"(metadata.json). Reinstall keras-msets or re-run the preset's "
-            "recipe."
-        )
-    return weights
+    """Checks the weights file's sha256; returns its path."""
+    return verify(name, files=(WEIGHTS_FILE,)) / WEIGHTS_FILE
 
 
-def load(name, load_weights=True):
+def _compile(model, name, metadata):
+    record = metadata.get("compile")
+    if not isinstance(record, dict) or record.get("loss") is None:
+        raise ValueError(
+            f"Preset {name!r} records no loss in its {METADATA_FILE} "
+            "(`compile`), so `compile=True` cannot compile it. Load it "
+            "with compile=False and call `model.compile(...)` yourself."
+        )
+    model.compile_from_config(
+        {
+            "optimizer": "adam",
+            "loss": record["loss"],
+            "metrics": record.get("metrics"),
+        }
+    )
+
+
+def load(name, load_weights=True, compile=False):
     """Build preset `name` and load its trained weights.
 
     Args:
-        name: a preset name from `keras_msets.zoo.list()`.
+        name: a preset name from `keras_msets.zoo.list()`, or the path of
+            a preset folder (what `save_preset` writes). Model hub
+            handles (`hf://`, `kaggle://`) are not supported.
         load_weights: if False, returns the freshly initialised model.
+        compile: if True, compiles the model with the loss and metrics its
+            metadata records (and Adam); presets saved without them
+            raise a `ValueError`.
 
     Returns:
-        An uncompiled `keras.Model`. Deserialisation uses Keras safe mode;
-        the weights' sha256 is checked before anything is loaded, so a
-        corrupt file raises and no half-loaded model is returned.
+        A `keras.Model`, uncompiled unless `compile=True`.
+        Deserialisation uses Keras safe mode; the sha256 of the config,
+        the weights and the vocabulary (where present) are checked before
+        anything is loaded, so a changed or corrupt file raises and no
+        half-loaded model is returned.
 
     Example:
     >>> model = keras_msets.zoo.load("complex_deepsets_units_digit")
@@ -125,24 +221,41 @@ def load(name, load_weights=True):
     import keras_msets.layers  # noqa: F401 - registers the classes.
     import keras_msets.models  # noqa: F401
 
-    folder = preset_dir(name)
-    weights = verify_weights(name) if load_weights else None
-    with open(folder / CONFIG_FILE) as f:
-        config = json.load(f)
-    # A preset is returned uncompiled, whatever the recipe compiled it with.
-    config.pop("compile_config", None)
+    name, folder = _locate(name)
+    metadata = preset_io.read_metadata(folder, name)
+    files = [f for f in VERIFIED_FILES if load_weights or f != WEIGHTS_FILE]
+    preset_io.verify_files(folder, metadata, name, files=files)
+    if compile and not isinstance(metadata.get("compile"), dict):
+        _compile(None, name, metadata)  # raises
+    config = preset_io.read_config(folder, name)
     model = keras.saving.deserialize_keras_object(config, safe_mode=True)
-    if weights is not None:
-        model.load_weights(weights)
+    if load_weights:
+        model.load_weights(folder / WEIGHTS_FILE)
+    if compile:
+        _compile(model, name, metadata)
     return model
 
 
 def load_recipe(name):
     """Import the `recipe.py` module of preset `name`."""
-    path = preset_dir(name) / RECIPE_FILE
-    from keras_msets.testing.scripts import load_script
-
+    name, folder = _locate(name)
+    path = folder / RECIPE_FILE
+    if not path.is_file():
+        raise ValueError(
+            f"Preset {name!r} has no {RECIPE_FILE}: {path} is missing."
+        )
     return load_script(path, name=f"keras_msets_recipe_{name}")
+
+
+def _recipe_api(module):
+    """The object with `evaluate`, `model_card` and `train` of a recipe.
+
+    Recipes declare a module-level `RECIPE` (a
+    `keras_msets.training.Recipe`); older ones define module functions of
+    the same names.
+    """
+    recipe = getattr(module, "RECIPE", None)
+    return module if recipe is None else recipe
 
 
 def evaluate(name, verbose=1, update_card=False):
@@ -152,12 +265,11 @@ def evaluate(name, verbose=1, update_card=False):
     of the same name in `metadata.json` (the training records, such as
     `fit`, stay) and the recipe's `model_card(model, metrics)` writes the
     card again: for a card whose evaluation gained a column after
-    training. The weights are not touched.
+    training. The model's files are not touched.
     """
-    import inspect
-
-    recipe = load_recipe(name)
-    model = load(name)
+    name, folder = _locate(name)
+    recipe = _recipe_api(load_recipe(folder))
+    model = load(folder)
     if update_card:
         card = getattr(recipe, "model_card", None)
         if card is None or len(inspect.signature(card).parameters) != 2:
@@ -168,123 +280,68 @@ def evaluate(name, verbose=1, update_card=False):
             )
     metrics = recipe.evaluate(model, verbose=verbose)
     if update_card:
-        folder = preset_dir(name)
-        with open(folder / METADATA_FILE) as f:
-            metadata = json.load(f)
-        metadata["metrics"].update(metrics)
-        with open(folder / METADATA_FILE, "w") as f:
-            json.dump(metadata, f, indent=2)
-            f.write("\n")
+        metadata = preset_io.read_metadata(folder, name)
+        metadata.setdefault("metrics", {}).update(metrics)
+        preset_io.write_json(folder / METADATA_FILE, metadata)
         (folder / CARD_FILE).write_text(
             recipe.model_card(model, metadata["metrics"])
         )
     return metrics
 
 
-def train(name, output_dir=None, **kwargs):
-    """Run the recipe of preset `name` (writes into `output_dir`)."""
-    return load_recipe(name).train(output_dir=output_dir, **kwargs)
+def _inside(path, folder):
+    try:
+        path.relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
 
 
-def _encode(value):
-    """A tree of arrays as (a tree of lists, the same tree of dtypes)."""
-    import numpy as np
+def default_output_dir(name, parent=None):
+    """`<parent>/<name>-run`, or `<name>-run2`, `-run3`, ... if taken.
 
-    if isinstance(value, dict):
-        pairs = {k: _encode(v) for k, v in value.items()}
-        return (
-            {k: v[0] for k, v in pairs.items()},
-            {k: v[1] for k, v in pairs.items()},
-        )
-    if isinstance(value, (builtins.list, tuple)):
-        pairs = [_encode(v) for v in value]
-        return [v[0] for v in pairs], [v[1] for v in pairs]
-    value = np.asarray(value)
-    return value.tolist(), str(value.dtype)
-
-
-def _decode(value, dtype):
-    import numpy as np
-
-    if isinstance(dtype, dict):
-        return {k: _decode(value[k], d) for k, d in dtype.items()}
-    if isinstance(dtype, builtins.list):
-        return tuple(_decode(v, d) for v, d in zip(value, dtype, strict=True))
-    return np.asarray(value, dtype=dtype)
-
-
-def example_outputs(model, example_input):
-    """`{"input": ..., "input_dtype": ..., "output": ...}` for metadata.json.
-
-    `example_input` is an array or a nest of arrays (dicts, lists and
-    tuples, as `model.predict` takes them); `input_dtype` mirrors its
-    structure with one dtype name per array. `example_input(example)`
-    rebuilds the arrays.
+    `parent` defaults to the current directory.
     """
-    import numpy as np
-
-    if isinstance(example_input, builtins.list):
-        example_input = tuple(example_input)
-    output = model.predict_on_batch(example_input)
-    values, dtypes = _encode(example_input)
-    return {
-        "input": values,
-        "input_dtype": dtypes,
-        "output": np.asarray(output, dtype="float64").tolist(),
-    }
+    parent = Path.cwd() if parent is None else Path(parent)
+    candidate, number = parent / f"{name}-run", 1
+    while candidate.exists():
+        number += 1
+        candidate = parent / f"{name}-run{number}"
+    return candidate
 
 
-def example_input(example):
-    """The model input stored by `example_outputs`, as numpy arrays.
+def train(name, output_dir=None, overwrite=False, **options):
+    """Run the recipe of preset `name`; returns the folder it wrote.
 
-    Lists in the stored structure come back as tuples (Keras reads a
-    tuple of arrays as several inputs, a list possibly as one stacked
-    array).
-    """
-    return _decode(example["input"], example["input_dtype"])
-
-
-def save_preset(
-    model, output_dir, *, data, metrics, card, example_input=None, extra=None
-):
-    """Write a preset folder: config, weights, metadata and model card.
+    Training never writes into an installed preset or the repository's
+    `zoo/` folder unless asked: the default `output_dir` is a new folder
+    `./<name>-run` (`<name>-run2`, ... if that exists) in the current
+    directory, and an `output_dir` inside the presets folder needs
+    `overwrite=True`. The folder is printed at the end.
 
     Args:
-        model: the trained Keras model.
-        output_dir: the preset folder (created if needed).
-        data: a short description of the training data.
-        metrics: a dict of the metrics the model reached.
-        card: the model card (markdown) text.
-        example_input: optional small input; it and the model's output on
-            it are stored in the metadata (`"example"`), so that every
-            backend can check it reproduces the trained model.
-        extra: optional dict merged into the metadata.
+        name: a preset name.
+        output_dir: where to write the new preset (None: see above).
+        overwrite: allow replacing a preset (and writing into the
+            presets folder).
+        **options: passed to the recipe's `train` (e.g. `epochs`).
     """
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    config = keras.saving.serialize_keras_object(model)
-    config.pop("compile_config", None)  # presets load uncompiled
-    with open(output_dir / CONFIG_FILE, "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
-    weights = output_dir / WEIGHTS_FILE
-    model.save_weights(weights)
-    metadata = {
-        "name": output_dir.name,
-        "keras_version": keras.__version__,
-        "keras_msets_version": __version__,
-        "backend": keras.backend.backend(),
-        "parameter_count": int(model.count_params()),
-        "date": datetime.date.today().isoformat(),
-        "data": data,
-        "metrics": metrics,
-        "weights_sha256": sha256_of(weights),
-    }
-    if example_input is not None:
-        metadata["example"] = example_outputs(model, example_input)
-    metadata.update(extra or {})
-    with open(output_dir / METADATA_FILE, "w") as f:
-        json.dump(metadata, f, indent=2)
-        f.write("\n")
-    (output_dir / CARD_FILE).write_text(card)
-    return metadata
+    name, folder = _locate(name)
+    module = load_recipe(folder)
+    recipe = _recipe_api(module)
+    if output_dir is None:
+        output_dir = default_output_dir(name)
+    output_dir = Path(output_dir).expanduser().resolve()
+    protected = [presets_root(), REPOSITORY_ZOO]
+    if not overwrite and any(_inside(output_dir, p) for p in protected):
+        raise ValueError(
+            f"`output_dir` is inside the presets folder ({output_dir}): "
+            "training would replace an installed preset. Choose another "
+            "folder, or pass overwrite=True (`--overwrite` on the command "
+            f"line) to write there. Received: output_dir={str(output_dir)!r}"
+        )
+    if "overwrite" in inspect.signature(recipe.train).parameters:
+        options["overwrite"] = overwrite
+    result = recipe.train(output_dir=str(output_dir), **options)
+    print(f"The trained preset is in {output_dir}")
+    return output_dir if result is None else result
