@@ -8,7 +8,7 @@ from keras_msets.utils.validation import check_positive_int
 PADDINGS = ("valid", "same")
 
 
-def _single_int(value, name):
+def _single_int(name, value):
     """Accepts `3` or `(3,)` (the Keras Conv1D spelling); returns `3`."""
     if isinstance(value, (tuple, list)):
         if len(value) != 1:
@@ -112,8 +112,8 @@ class ComplexConv1D(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.filters = check_positive_int("filters", filters)
-        self.kernel_size = _single_int(kernel_size, "kernel_size")
-        self.strides = _single_int(strides, "strides")
+        self.kernel_size = _single_int("kernel_size", kernel_size)
+        self.strides = _single_int("strides", strides)
         normalized = padding.lower() if isinstance(padding, str) else padding
         self.padding = check_choice("padding", normalized, PADDINGS)
         self.activation = keras.activations.get(activation)
