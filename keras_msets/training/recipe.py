@@ -96,6 +96,29 @@ def default_output_dir(name):
     return Path.cwd() / "runs" / stamp / name
 
 
+def inside_presets(path):
+    """Whether `path` is (inside) one of `preset_roots()`."""
+    path = Path(path).resolve()
+    return any(path == root or root in path.parents for root in preset_roots())
+
+
+def check_checkpoint_dir(checkpoint_dir):
+    """Raise a `ValueError` if `checkpoint_dir` is inside the installed
+    presets or is a preset folder; returns the resolved path.
+
+    A resumable training checkpoint never goes into a preset (the folder
+    may exist: a run resumes from it).
+    """
+    path = Path(checkpoint_dir).resolve()
+    if inside_presets(path) or any((path / f).exists() for f in _PRESET_FILES):
+        raise ValueError(
+            "`checkpoint_dir` must be outside the installed presets and not "
+            "a preset folder. Received: "
+            f"checkpoint_dir={str(checkpoint_dir)!r}"
+        )
+    return path
+
+
 def check_output_dir(output_dir, overwrite=False):
     """Raise a `ValueError` where writing into `output_dir` could destroy
     something, unless `overwrite` is True; returns the resolved path.
@@ -107,14 +130,13 @@ def check_output_dir(output_dir, overwrite=False):
     path = Path(output_dir).resolve()
     if overwrite:
         return path
-    for root in preset_roots():
-        if path == root or root in path.parents:
-            raise ValueError(
-                f"Refusing to write into {path}: it is inside the installed "
-                f"presets ({root}). Choose another `output_dir`, or pass "
-                "`overwrite=True` (`--overwrite`) to replace a shipped "
-                f"preset. Received: output_dir={str(output_dir)!r}"
-            )
+    if inside_presets(path):
+        raise ValueError(
+            f"Refusing to write into {path}: it is inside the installed "
+            "presets. Choose another `output_dir`, or pass "
+            "`overwrite=True` (`--overwrite`) to replace a shipped preset. "
+            f"Received: output_dir={str(output_dir)!r}"
+        )
     if path.exists() and (
         any((path / f).exists() for f in _PRESET_FILES)
         or not path.is_dir()
@@ -209,7 +231,14 @@ class Recipe:
         path = check_output_dir(
             output_dir or default_output_dir(self.name), overwrite
         )
+        if budget.get("checkpoint_dir") is not None:
+            check_checkpoint_dir(budget["checkpoint_dir"])
         path.mkdir(parents=True, exist_ok=True)
+        # The task may keep a resumable checkpoint in the folder it is
+        # given: the output folder, unless that is an installed preset.
+        work_dir = path
+        if inside_presets(path):
+            work_dir = default_output_dir(f"{self.name}-checkpoint")
         parallel = bool(budget.get("data_parallel"))
         with distribution.data_parallel(parallel) as scope:
             if scope is not None:
@@ -217,7 +246,7 @@ class Recipe:
             model = self.build_model(**model_options)
             if self.start_from is not None:
                 self._load_start(model)
-            fit = self.task.fit(model, budget, path, verbose)
+            fit = self.task.fit(model, budget, work_dir, verbose)
         if parallel:
             fit["data_parallel_devices"] = distribution.device_count(scope)
         if self.start_from is not None:
@@ -236,8 +265,11 @@ class Recipe:
             task=self.task.name,
             overwrite=True,  # `check_output_dir` decided above
         )
-        if self.source is not None:
-            shutil.copyfile(self.source, path / preset_io.RECIPE_FILE)
+        recipe_file = path / preset_io.RECIPE_FILE
+        if self.source is not None and not (
+            recipe_file.exists() and recipe_file.samefile(self.source)
+        ):
+            shutil.copyfile(self.source, recipe_file)
         return path
 
     def argument_parser(self):

@@ -9,7 +9,10 @@ the shared machinery calls the task's methods in this order:
    `compile_arguments(budget)`, fits it on `training_data(budget)` (with
    `callbacks(budget, output_dir)`) and returns a "fit" record for the
    preset's metadata. Subclasses usually override only `training_data`,
-   and `callbacks` where they need more than the default.
+   and `callbacks` where they need more than the default. `output_dir` is
+   where the run may keep files while it trains (a resumable checkpoint,
+   unless the budget names a `checkpoint_dir`): the run's output folder,
+   or a new folder under `runs/` when that is an installed preset.
 2. `evaluate(model, verbose)` measures the card's metrics on the task's
    fixed test set (never seen in training).
 3. `example_input()`, `serves()`, `data_description(budget)` fill the

@@ -143,6 +143,42 @@ def test_training_refuses_to_write_into_a_preset_without_overwrite(
     assert recipe_lib.check_output_dir(empty) == empty.resolve()
 
 
+class _RecordingTask(DigitSumTask):
+    """Records the folder `fit` may keep a checkpoint in."""
+
+    def fit(self, model, budget, output_dir, verbose=2):
+        self.work_dir = Path(output_dir)
+        return super().fit(model, budget, output_dir, verbose)
+
+
+def test_checkpoints_never_go_into_a_preset(tmp_path, monkeypatch):
+    task = _RecordingTask("sum", lengths=(5,), num_per_length=20, long_num=10)
+    recipe = dataclasses.replace(_recipe("deepsets_digit_sum"), task=task)
+    presets = tmp_path / "presets"
+    preset = presets / "deepsets_digit_sum"
+    preset.mkdir(parents=True)
+    (preset / "metadata.json").write_text("{}")
+    monkeypatch.setenv("KERAS_MSETS_ZOO_DIR", str(presets))
+    monkeypatch.chdir(tmp_path)
+    for folder in (presets, preset, preset / "checkpoint"):
+        with pytest.raises(ValueError, match="checkpoint_dir"):
+            recipe.train(
+                output_dir=tmp_path / "run", checkpoint_dir=folder, epochs=1
+            )
+    assert not (tmp_path / "run").exists()
+    # Replacing a preset (overwrite=True): the task trains in a new
+    # folder under runs/, and the preset folder gets the preset files.
+    path = recipe.train(
+        output_dir=preset, overwrite=True, epochs=1, steps=1, verbose=0
+    )
+    assert path == preset.resolve()
+    assert task.work_dir.parent.parent == tmp_path.resolve() / "runs"
+    assert (preset / "recipe.py").is_file()
+    assert json.loads((preset / "metadata.json").read_text())["name"] == (
+        "deepsets_digit_sum"
+    )
+
+
 def test_command_line_trains_into_the_given_folder(tmp_path):
     recipe = _small(_recipe("complex_deepsets_units_digit"))
     output = tmp_path / "out" / recipe.name
