@@ -42,7 +42,7 @@ def pip_download_command(requirement, directory, *options):
     ]
 
 
-def _fetch_folder(directory):
+def fetch_folder(directory):
     """`directory` (default `data_home()`) as an absolute path."""
     return os.path.abspath(
         os.path.expanduser(data_home() if directory is None else directory)

