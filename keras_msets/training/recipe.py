@@ -202,8 +202,7 @@ class Recipe:
     def _model_options(self):
         return {flag.lstrip("-").replace("-", "_") for flag, _ in self.flags}
 
-    def _load_start(self, model):
-        folder = preset_folder(self.start_from)
+    def _load_start(self, model, folder):
         if not model.built:
             example = self.task.example_input()
             if example is not None:
@@ -233,6 +232,9 @@ class Recipe:
         )
         if budget.get("checkpoint_dir") is not None:
             check_checkpoint_dir(budget["checkpoint_dir"])
+        start = None
+        if self.start_from is not None:
+            start = preset_folder(self.start_from)
         path.mkdir(parents=True, exist_ok=True)
         # The task may keep a resumable checkpoint in the folder it is
         # given: the output folder, unless that is an installed preset.
@@ -244,8 +246,8 @@ class Recipe:
             if scope is not None:
                 distribution.check_batch_size(budget["batch_size"], scope)
             model = self.build_model(**model_options)
-            if self.start_from is not None:
-                self._load_start(model)
+            if start is not None:
+                self._load_start(model, start)
             fit = self.task.fit(model, budget, work_dir, verbose)
         if parallel:
             fit["data_parallel_devices"] = distribution.device_count(scope)

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import keras
+import numpy as np
 import pytest
 
 from keras_msets import zoo
@@ -177,6 +178,34 @@ def test_checkpoints_never_go_into_a_preset(tmp_path, monkeypatch):
     assert json.loads((preset / "metadata.json").read_text())["name"] == (
         "deepsets_digit_sum"
     )
+
+
+class _NoTraining(DigitSumTask):
+    """Fits nothing: the model keeps the weights it starts from."""
+
+    def fit(self, model, budget, output_dir, verbose=2):
+        return {"backend": keras.backend.backend()}
+
+
+def test_start_from_a_preset_loads_its_weights(tmp_path):
+    recipe = dataclasses.replace(
+        _recipe("deepsets_digit_sum"),
+        task=_NoTraining("sum", lengths=(5,), num_per_length=20, long_num=10),
+        start_from="deepsets_digit_sum",
+    )
+    path = recipe.train(output_dir=tmp_path / "run", verbose=0)
+    metadata = json.loads((path / "metadata.json").read_text())
+    assert metadata["metrics"]["fit"]["start_from"] == "deepsets_digit_sum"
+    shipped = zoo.info("deepsets_digit_sum")["example"]
+    assert metadata["example"]["input"] == shipped["input"]
+    np.testing.assert_allclose(
+        metadata["example"]["output"], shipped["output"], atol=1e-5
+    )
+    with pytest.raises(ValueError, match="start_from"):
+        dataclasses.replace(recipe, start_from="no_such_preset").train(
+            output_dir=tmp_path / "run2", verbose=0
+        )
+    assert not (tmp_path / "run2").exists()
 
 
 def test_command_line_trains_into_the_given_folder(tmp_path):
