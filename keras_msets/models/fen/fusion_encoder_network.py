@@ -1,3 +1,9 @@
+"""The Fusion Encoder Network: its architecture and `fuse()`.
+
+How `model.fit` trains it (the paper's local, segment-by-segment
+objective) is `LocalFusionObjective`, in `local_objective.py`.
+"""
+
 import keras
 import numpy as np
 from keras import ops
