@@ -9,6 +9,9 @@ from keras_msets.models.fen.segments import FusionSegments
 from keras_msets.models.fen.segments import padded_length
 from keras_msets.models.mst.baselines import SingleSetBaseline
 from keras_msets.models.mst.baselines import UnionTransformer
+from keras_msets.models.mst.dimension_equivariant_multiset_transformer import (  # noqa: E501
+    DimensionEquivariantMultiSetTransformer,
+)
 from keras_msets.models.mst.multiset_transformer import MULTISET_MODEL_NAMES
 from keras_msets.models.mst.multiset_transformer import MultiSetRelationNetwork
 from keras_msets.models.mst.multiset_transformer import MultiSetTransformer
@@ -19,6 +22,7 @@ from keras_msets.models.text.classifiers import build_text_classifier
 __all__ = [
     "ComplexDeepSets",
     "DeepSets",
+    "DimensionEquivariantMultiSetTransformer",
     "FusionEncoderNetwork",
     "FusionSegments",
     "LocalFusionObjective",

@@ -29,8 +29,9 @@ the more so with one model for every d. Labels are neither clipped nor
 rescaled (the paper mentions neither). Mutual
 information uses the squared error, as the authors' code does (its labels
 are bounded: `|rho| <= 0.999`), of the MI per coordinate: the MI model
-scales its output by `d` (`MultiSetTransformer(scale_output_by_dim=True)`,
-ours) and each batch of dimension `d` has sample weight `d**-2`
+scales its output by `d` (`scale_output_by_dim=True` of
+`DimensionEquivariantMultiSetTransformer`, ours) and each batch of
+dimension `d` has sample weight `d**-2`
 (`dim_weight_power`), so that every `d` weighs the same in the loss; the
 per-coordinate MI `-(1/2) log(1 - rho^2)` of the training data does not
 depend on `d`. Measured (`benchmarks/RESULTS.md`, MI section,
@@ -83,7 +84,7 @@ from keras_msets.data import set_counting
 from keras_msets.estimators import classical
 from keras_msets.estimators import pretrained
 from keras_msets.models import MULTISET_MODEL_NAMES
-from keras_msets.models import MultiSetTransformer
+from keras_msets.models import DimensionEquivariantMultiSetTransformer
 from keras_msets.models import build_multiset_model
 
 TASKS = (
@@ -810,21 +811,19 @@ def build_model(task, **overrides):
             "latent_dim": 8,
             "ff_dim": 16,
             "output_activation": "sigmoid",
-            "dimension_equivariant": True,
             "name": "mst_two_sample",
         }
     else:
         kwargs = {
             "latent_dim": 16,
             "ff_dim": 32,
-            "dimension_equivariant": True,
             "name": f"mst_{task}",
         }
         if task == "mutual_information":
             kwargs["scale_output_by_dim"] = True
     kwargs.update(num_blocks=4, num_heads=4)
     kwargs.update(overrides)
-    return MultiSetTransformer(**kwargs)
+    return DimensionEquivariantMultiSetTransformer(**kwargs)
 
 
 def build_image_encoder(

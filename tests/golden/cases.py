@@ -419,18 +419,16 @@ def multiset_transformer():
 
 @golden_case("multiset_transformer_equivariant")
 def multiset_transformer_equivariant():
-    from keras_msets.models.mst.multiset_transformer import MultiSetTransformer
+    from keras_msets.models.mst.dimension_equivariant_multiset_transformer import (  # noqa: E501
+        DimensionEquivariantMultiSetTransformer,
+    )
 
     # [batch, n, d] with d = 3 input dimensions.
     sets, masks = _multiset_inputs(31, (5, 4), 3)
 
     def build():
-        return MultiSetTransformer(
-            latent_dim=8,
-            num_blocks=2,
-            num_heads=2,
-            dimension_equivariant=True,
-            name="mst_equivariant",
+        return DimensionEquivariantMultiSetTransformer(
+            latent_dim=8, num_blocks=2, num_heads=2, name="mst_equivariant"
         )
 
     return build, {"sets": sets, "masks": masks}

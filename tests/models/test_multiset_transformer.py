@@ -8,6 +8,9 @@ from keras_msets.layers.induced_multiset_attention_block import (
 )
 from keras_msets.models.mst.baselines import SingleSetBaseline
 from keras_msets.models.mst.baselines import UnionTransformer
+from keras_msets.models.mst.dimension_equivariant_multiset_transformer import (  # noqa: E501
+    DimensionEquivariantMultiSetTransformer,
+)
 from keras_msets.models.mst.multiset_transformer import MULTISET_MODEL_NAMES
 from keras_msets.models.mst.multiset_transformer import MultiSetTransformer
 from keras_msets.models.mst.multiset_transformer import build_multiset_model
@@ -327,8 +330,10 @@ class MultiSetTransformerTest(testing.TestCase):
         assert (model.num_blocks, model.num_heads) == (4, 4)
         assert model.resolved_latent_dim == 128
         assert model.pooling == "pma" and model.merge == "concat"
-        equivariant = MultiSetTransformer(dimension_equivariant=True)
+        equivariant = DimensionEquivariantMultiSetTransformer()
         assert equivariant.resolved_latent_dim == 16
+        assert equivariant.dimension_equivariant
+        assert not model.dimension_equivariant
 
     # Numerics against numpy -------------------------------------------------
 
@@ -507,9 +512,40 @@ class MultiSetTransformerTest(testing.TestCase):
             assert np.all(np.abs(expected) > 1e-3)  # a real check of d
         config = scaled.get_config()
         assert config["scale_output_by_dim"] is True
-        assert MultiSetTransformer.from_config(config).scale_output_by_dim
+        clone = DimensionEquivariantMultiSetTransformer.from_config(config)
+        assert clone.scale_output_by_dim
         data = {"sets": sets, "masks": masks}
         self.run_model_saving_test(scaled, data, atol=1e-5)
+
+    def test_configs_from_before_the_split_still_load(self):
+        # Until the dimension-equivariant model had its own class, one
+        # `MultiSetTransformer` config held both, with these keys.
+        sets, masks = _inputs()
+        cases = [
+            (build_multiset_model("multiset_transformer", **TINY), False),
+            (build_multiset_model("dimension_equivariant", **TINY), True),
+        ]
+        for model, equivariant in cases:
+            expected = _numpy(model(sets, masks=masks))
+            old = dict(model.get_config())
+            old.setdefault("num_inducing_points", None)
+            old.setdefault("scale_output_by_dim", False)
+            old["dimension_equivariant"] = equivariant
+            serialized = keras.saving.serialize_keras_object(model)
+            serialized["class_name"] = "MultiSetTransformer"
+            serialized["registered_name"] = "keras_msets>MultiSetTransformer"
+            serialized["config"] = old
+            for revived in (
+                MultiSetTransformer.from_config(old),
+                keras.saving.deserialize_keras_object(serialized),
+            ):
+                assert type(revived) is type(model)
+                assert revived.get_config() == model.get_config()
+                revived(sets, masks=masks)
+                revived.set_weights(model.get_weights())
+                self.assertAllClose(
+                    revived(sets, masks=masks), expected, atol=1e-6
+                )
 
     # Argument validation ---------------------------------------------------
 
@@ -530,16 +566,20 @@ class MultiSetTransformerTest(testing.TestCase):
             MultiSetTransformer(weight_sharing="all")
         with pytest.raises(ValueError, match="divisible by `num_heads`"):
             MultiSetTransformer(latent_dim=6, num_heads=4)
+        # The two models have their own arguments; configs written when
+        # one class held both are checked as they were then.
+        with pytest.raises(ValueError, match="Unrecognized.*num_inducing"):
+            DimensionEquivariantMultiSetTransformer(num_inducing_points=4)
+        with pytest.raises(ValueError, match="Unrecognized.*scale_output"):
+            MultiSetTransformer(scale_output_by_dim=True)
         with pytest.raises(ValueError, match="not available with"):
-            MultiSetTransformer(
-                dimension_equivariant=True, num_inducing_points=4
+            MultiSetTransformer.from_config(
+                {"dimension_equivariant": True, "num_inducing_points": 4}
             )
         with pytest.raises(ValueError, match="needs `dimension_equivariant"):
-            MultiSetTransformer(scale_output_by_dim=True)
+            MultiSetTransformer.from_config({"scale_output_by_dim": True})
         with pytest.raises(ValueError, match="`scale_output_by_dim` must be"):
-            MultiSetTransformer(
-                dimension_equivariant=True, scale_output_by_dim="yes"
-            )
+            DimensionEquivariantMultiSetTransformer(scale_output_by_dim="yes")
         with pytest.raises(ValueError, match="`decoder_units` must be a list"):
             MultiSetTransformer(decoder_units=[4, 0])
         with pytest.raises(ValueError, match="`cross_only` must be a bool"):

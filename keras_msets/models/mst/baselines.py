@@ -3,8 +3,7 @@
 import keras
 from keras import ops
 
-from keras_msets.layers._multihead_attention_block import check_epsilon
-from keras_msets.layers._multihead_attention_block import check_positive_int
+from keras_msets.layers._feed_forward_block import FeedForwardBlock
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers.induced_set_attention_block import (
     InducedSetAttentionBlock,
@@ -12,14 +11,15 @@ from keras_msets.layers.induced_set_attention_block import (
 from keras_msets.layers.multiset_relation_block import RelationBlock
 from keras_msets.layers.set_attention_block import SetAttentionBlock
 from keras_msets.models.mst.multiset_model import MultisetModel
-from keras_msets.models.mst.multiset_model import check_bool
-from keras_msets.models.mst.multiset_model import check_choice
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_positive_int
 
 ENCODERS = ("transformer", "relation", "rff")
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class RowwiseFeedForwardBlock(keras.layers.Layer):
+class RowwiseFeedForwardBlock(FeedForwardBlock):
     """Row-wise feedforward block: `LN(X + FF(X))` on every element alone.
 
     The encoder block of the Single-Set RFF (Deep Sets) baseline of Selby
@@ -41,48 +41,16 @@ class RowwiseFeedForwardBlock(keras.layers.Layer):
     """
 
     def __init__(self, ff_dim=None, layer_norm_epsilon=1e-5, **kwargs):
-        super().__init__(**kwargs)
-        self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
-        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+        super().__init__(
+            ff_dim=ff_dim, layer_norm_epsilon=layer_norm_epsilon, **kwargs
+        )
         self.supports_masking = True
 
     def build(self, input_shape):
-        input_shape = check_set_shape(input_shape)
-        dim = input_shape[-1]
-        ff_dim = self.ff_dim or 2 * dim
-        self.ff_hidden = keras.layers.Dense(
-            ff_dim, activation="relu", dtype=self.dtype_policy, name="ff_hidden"
-        )
-        self.ff_output = keras.layers.Dense(
-            dim, dtype=self.dtype_policy, name="ff_output"
-        )
-        self.output_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="output_norm",
-        )
-        self.ff_hidden.build(input_shape)
-        self.ff_output.build(input_shape[:-1] + (ff_dim,))
-        self.output_norm.build(input_shape)
-
-    def call(self, inputs):
-        return self.output_norm(inputs + self.ff_output(self.ff_hidden(inputs)))
+        self.build_feed_forward(check_set_shape(input_shape))
 
     def compute_mask(self, inputs, mask=None):
         return mask
-
-    def compute_output_shape(self, input_shape):
-        return tuple(input_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "ff_dim": self.ff_dim,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-            }
-        )
-        return config
 
 
 def _set_attention_block(model, name):

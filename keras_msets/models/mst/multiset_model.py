@@ -10,13 +10,16 @@ encoder. The base class is not exported.
 import keras
 from keras import ops
 
-from keras_msets.layers._multihead_attention_block import check_dropout
-from keras_msets.layers._multihead_attention_block import check_epsilon
-from keras_msets.layers._multihead_attention_block import check_positive_int
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
 from keras_msets.layers.pooling_by_multihead_attention import (
     PoolingByMultiheadAttention,
 )
+from keras_msets.utils.validation import check_bool
+from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_int_list
+from keras_msets.utils.validation import check_positive_float
+from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rate
 
 POOLINGS = ("pma", "mean", "max", "sum")
 INPUT_KEYS = ("sets", "masks")
@@ -25,39 +28,6 @@ INPUT_KEYS = ("sets", "masks")
 # tasks; 16 channels (hidden 32) per input dimension for KL / MI.
 DEFAULT_LATENT_DIM = 128
 DEFAULT_CHANNELS = 16
-
-
-def check_bool(name, value):
-    if not isinstance(value, bool):
-        raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
-    return value
-
-
-def check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(
-            f"`{name}` must be one of {tuple(choices)}. Received: "
-            f"{name}={value!r}"
-        )
-    return value
-
-
-def check_units(name, value):
-    """A list of positive integers (or None, kept as None)."""
-    if value is None:
-        return None
-    if not isinstance(value, (list, tuple)):
-        raise ValueError(
-            f"`{name}` must be a list of positive integers or None. "
-            f"Received: {name}={value!r}"
-        )
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(
-                f"`{name}` must be a list of positive integers or None. "
-                f"Received: {name}={value!r}"
-            )
-    return [int(v) for v in value]
 
 
 def _is_shape(value):
@@ -152,10 +122,14 @@ class MultisetModel(keras.Model):
         self.num_heads = check_positive_int("num_heads", num_heads)
         self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
         self.ff_dim = check_positive_int("ff_dim", ff_dim, allow_none=True)
-        self.dropout = check_dropout(dropout)
-        self.layer_norm_epsilon = check_epsilon(layer_norm_epsilon)
+        self.dropout = check_rate("dropout", dropout)
+        self.layer_norm_epsilon = check_positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
         self.pooling = check_choice("pooling", pooling, POOLINGS)
-        self.decoder_units = check_units("decoder_units", decoder_units)
+        self.decoder_units = check_int_list(
+            "decoder_units", decoder_units, allow_none=True
+        )
         self.decoder_activation = keras.activations.get(decoder_activation)
         self.output_dim = check_positive_int("output_dim", output_dim)
         self.output_activation = keras.activations.get(output_activation)

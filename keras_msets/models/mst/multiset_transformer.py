@@ -1,92 +1,23 @@
 """Multi-Set Transformers (Selby et al., UAI 2022) and the model factory."""
 
 import keras
-from keras import ops
 
-from keras_msets.layers._multihead_attention_block import check_positive_int
-from keras_msets.layers.dimension_equivariant_multiset_attention_block import (  # noqa: E501
-    DimensionEquivariantMultisetAttentionBlock,
-)
 from keras_msets.layers.induced_multiset_attention_block import (
     InducedMultisetAttentionBlock,
 )
-from keras_msets.layers.multiset_attention_block import MERGES
-from keras_msets.layers.multiset_attention_block import WEIGHT_SHARINGS
 from keras_msets.layers.multiset_attention_block import MultisetAttentionBlock
 from keras_msets.layers.multiset_relation_block import MultisetRelationBlock
 from keras_msets.models.mst.baselines import SingleSetBaseline
 from keras_msets.models.mst.baselines import UnionTransformer
-from keras_msets.models.mst.multiset_model import DEFAULT_CHANNELS
-from keras_msets.models.mst.multiset_model import MultisetModel
-from keras_msets.models.mst.multiset_model import check_bool
-from keras_msets.models.mst.multiset_model import check_choice
-
-
-class _MultisetBlockModel(MultisetModel):
-    """A stack of `num_blocks` multi-set blocks as the encoder (internal)."""
-
-    def __init__(
-        self,
-        num_blocks=4,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.num_blocks = check_positive_int("num_blocks", num_blocks)
-        self.merge = check_choice("merge", merge, MERGES)
-        self.cross_only = check_bool("cross_only", cross_only)
-        self.weight_sharing = check_choice(
-            "weight_sharing", weight_sharing, WEIGHT_SHARINGS
-        )
-        self.merge_activation = keras.activations.get(merge_activation)
-
-    def _make_block(self, name):
-        raise NotImplementedError
-
-    def _pooled_shape(self, shape):
-        return shape
-
-    def _build_encoder(self, latent_shapes):
-        self.blocks = []
-        for i in range(self.num_blocks):
-            block = self._make_block(f"block_{i}")
-            block.build(latent_shapes)
-            self.blocks.append(block)
-        return [self._pooled_shape(s) for s in latent_shapes]
-
-    def _encode(self, hidden, masks, training):
-        for block in self.blocks:
-            hidden = block(hidden, masks=masks, training=training)
-        return list(hidden), masks
-
-    def _block_arguments(self):
-        return {
-            "merge": self.merge,
-            "cross_only": self.cross_only,
-            "weight_sharing": self.weight_sharing,
-            "merge_activation": self.merge_activation,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "dtype": self.dtype_policy,
-        }
-
-    def _model_arguments(self):
-        return {
-            "num_blocks": self.num_blocks,
-            "merge": self.merge,
-            "cross_only": self.cross_only,
-            "weight_sharing": self.weight_sharing,
-            "merge_activation": keras.activations.serialize(
-                self.merge_activation
-            ),
-            "share_input_projection": self.share_input_projection,
-        }
+from keras_msets.models.mst.dimension_equivariant_multiset_transformer import (  # noqa: E501
+    DimensionEquivariantMultiSetTransformer,
+)
+from keras_msets.models.mst.multiset_block_model import MultisetBlockModel
+from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class MultiSetTransformer(_MultisetBlockModel):
+class MultiSetTransformer(MultisetBlockModel):
     """Multi-Set Transformer: a partially permutation invariant model.
 
     The model of eq. 12 of Selby et al. on `K >= 2` sets: each set is
@@ -105,35 +36,23 @@ class MultiSetTransformer(_MultisetBlockModel):
     `Z_X = LN(X + T_xx + T_xy)`), `cross_only=True` (Cross-Only, no
     `T_xx`, `T_yy`), and `num_inducing_points` routes all attention through
     learned inducing points (`InducedMultisetAttentionBlock`, linear in the
-    set sizes; not in the paper). With `dimension_equivariant=True` this is
-    the model of Sec. 3.5: every coordinate of every element is lifted
-    from one channel to `latent_dim` channels by one shared `Dense`
-    (`[batch, n, d] -> [batch, n, d, latent_dim]`), the blocks are
-    `DimensionEquivariantMultisetAttentionBlock`s (attention logits summed
-    over the `d` coordinates), and a max over the coordinates follows the
-    last block. No weight then depends on `d`: the same model accepts
-    inputs of any dimension `d` (all sets of a call share `d`) and is
-    invariant to a permutation of the coordinates applied to every set.
+    set sizes; not in the paper). The model of Sec. 3.5, for inputs of
+    any dimension `d`, is `DimensionEquivariantMultiSetTransformer`.
 
     Defaults follow App. B of the paper: 4 blocks, 4 heads, feedforward
     width twice the latent width, PMA pooling, a decoder with one hidden
-    layer of the feedforward width, layer norm around every block; latent
-    width 128 (the counting tasks) or, for the dimension-equivariant model,
-    16 channels per coordinate (the KL / MI tasks). Dropout is 0 (the paper
-    gives none).
+    layer of the feedforward width, layer norm around every block, latent
+    width 128 (the counting tasks). Dropout is 0 (the paper gives none).
 
     Inputs and masks (all models of `build_multiset_model`): a list of `K`
-    sets `[batch, n_k, dim]` (`[batch, n_k, d]` for the
-    dimension-equivariant model), with boolean masks `[batch, n_k]` (True
+    sets `[batch, n_k, dim]`, with boolean masks `[batch, n_k]` (True
     for real elements) given as `masks=[...]` or, for `model.fit` and
     saved models, in one dict `{"sets": [x, y], "masks": [x_mask, y_mask]}`.
     Padded elements never change the output; an all-masked set gives a
     finite output.
 
     Args:
-        latent_dim: latent width (channels per coordinate when
-            `dimension_equivariant`). None (the default): 128, or 16 when
-            `dimension_equivariant`.
+        latent_dim: latent width. None (the default): 128.
         num_blocks: number of multi-set blocks. Defaults to 4.
         num_heads: attention heads of the blocks and of PMA. Defaults to 4.
         key_dim: size of each head. None: `latent_dim // num_heads`.
@@ -150,9 +69,7 @@ class MultiSetTransformer(_MultisetBlockModel):
             `"relu"` (as the paper states).
         num_inducing_points: None (the default, full attention) or the
             number of inducing points per set of
-            `InducedMultisetAttentionBlock`. Not available with
-            `dimension_equivariant`.
-        dimension_equivariant: the model of Sec. 3.5. Defaults to False.
+            `InducedMultisetAttentionBlock`.
         pooling: pooling of each set: `"pma"` (the default), `"mean"`,
             `"max"` or `"sum"`. PMA uses one seed and its own weights per
             set.
@@ -166,16 +83,6 @@ class MultiSetTransformer(_MultisetBlockModel):
         share_input_projection: one input projection for all sets (the
             default, as in the authors' code), or one per set (which
             allows sets with different feature sizes).
-        scale_output_by_dim: multiply the output by the input dimension
-            `d` (only with `dimension_equivariant`). Defaults to False.
-            Not in the paper: after the max over the coordinates the
-            decoder cannot see `d` directly (only indirectly, e.g.
-            through attention logits summed over the coordinates), which
-            makes a quantity that grows in proportion to `d`, such as the
-            mutual information of `d` independent coordinate pairs, hard
-            to output; with this option the decoder answers per
-            coordinate and the model answers in total
-            (`mst_mutual_information` uses it).
         **kwargs: `keras.Model` keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -188,9 +95,7 @@ class MultiSetTransformer(_MultisetBlockModel):
         training: whether dropout is active.
 
     Input shape:
-        `K` tensors `[batch, n_k, dim]` (`[batch, n_k, d]` for the
-        dimension-equivariant model, any `d`); the set sizes `n_k` may
-        differ.
+        `K` tensors `[batch, n_k, dim]`; the set sizes `n_k` may differ.
 
     Output shape:
         `[batch, output_dim]`.
@@ -214,6 +119,9 @@ class MultiSetTransformer(_MultisetBlockModel):
           Permutation-Invariant Neural Networks", ICML 2019.
     """
 
+    # Read by code that treats both Multi-Set Transformers alike.
+    dimension_equivariant = False
+
     def __init__(
         self,
         latent_dim=None,
@@ -228,14 +136,12 @@ class MultiSetTransformer(_MultisetBlockModel):
         weight_sharing="none",
         merge_activation="relu",
         num_inducing_points=None,
-        dimension_equivariant=False,
         pooling="pma",
         decoder_units=None,
         decoder_activation="relu",
         output_dim=1,
         output_activation=None,
         share_input_projection=True,
-        scale_output_by_dim=False,
         **kwargs,
     ):
         super().__init__(
@@ -261,124 +167,50 @@ class MultiSetTransformer(_MultisetBlockModel):
         self.num_inducing_points = check_positive_int(
             "num_inducing_points", num_inducing_points, allow_none=True
         )
-        self.dimension_equivariant = check_bool(
-            "dimension_equivariant", dimension_equivariant
-        )
-        self.scale_output_by_dim = check_bool(
-            "scale_output_by_dim", scale_output_by_dim
-        )
-        if self.scale_output_by_dim and not self.dimension_equivariant:
-            raise ValueError(
-                "`scale_output_by_dim=True` needs `dimension_equivariant="
-                "True` (only that model takes inputs of any dimension d). "
-                f"Received: scale_output_by_dim={scale_output_by_dim}, "
-                f"dimension_equivariant={dimension_equivariant}"
-            )
-        if self.dimension_equivariant and self.num_inducing_points:
-            raise ValueError(
-                "`num_inducing_points` is not available with "
-                "`dimension_equivariant=True`. Received: num_inducing_points="
-                f"{num_inducing_points}, dimension_equivariant=True"
-            )
-        if self.key_dim is None and self.resolved_latent_dim % self.num_heads:
-            raise ValueError(
-                "With `key_dim=None`, `latent_dim` must be divisible by "
-                f"`num_heads`. Received: latent_dim={self.resolved_latent_dim}"
-                f", num_heads={self.num_heads}"
-            )
+        self._check_heads()
 
-    # Dimension equivariance ------------------------------------------------
-
-    def _default_latent_dim(self):
-        if self.dimension_equivariant:
-            return DEFAULT_CHANNELS
-        return super()._default_latent_dim()
-
-    def _check_set_shapes(self, shapes):
-        if not self.dimension_equivariant:
-            return super()._check_set_shapes(shapes)
-        for k, shape in enumerate(shapes):
-            if len(shape) != 3:
-                raise ValueError(
-                    f"Set {k} must have shape [batch, set_size, d] (the "
-                    "dimension-equivariant model takes any d). Received: "
-                    f"shape={shape}"
-                )
-        dims = {s[-1] for s in shapes if s[-1] is not None}
-        if len(dims) > 1:
-            raise ValueError(
-                "All sets must have the same number of dimensions `d` (the "
-                f"last axis). Received: set shapes={shapes}"
-            )
-
-    def _projection_input_shape(self, shape):
-        if self.dimension_equivariant:
-            return tuple(shape) + (1,)
-        return shape
-
-    def _latent_shape(self, shape):
-        if self.dimension_equivariant:
-            return tuple(shape) + (self.resolved_latent_dim,)
-        return super()._latent_shape(shape)
-
-    def _lift(self, k, x):
-        if self.dimension_equivariant:
-            # [batch, n, d] -> [batch, n, d, 1]: one channel per coordinate.
-            return ops.expand_dims(x, -1)
-        return x
-
-    def _pooled_shape(self, shape):
-        if self.dimension_equivariant:
-            return tuple(shape[:2]) + (shape[-1],)
-        return shape
-
-    def _encode(self, hidden, masks, training):
-        encoded, masks = super()._encode(hidden, masks, training)
-        if self.dimension_equivariant:
-            # Sec. 3.5: max pooling over the input dimensions.
-            encoded = [ops.max(z, axis=2) for z in encoded]
-        return encoded, masks
-
-    def _scale_output(self, outputs, sets):
-        if not self.scale_output_by_dim:
-            return outputs
-        d = ops.cast(ops.shape(sets[0])[-1], outputs.dtype)
-        return outputs * d
-
-    # Blocks ----------------------------------------------------------------
-
-    def _make_block(self, name):
-        attention = {
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "ff_dim": self.ff_dim,
-            "dropout": self.dropout,
-        }
-        attention.update(self._block_arguments())
-        if self.dimension_equivariant:
-            return DimensionEquivariantMultisetAttentionBlock(
-                name=name, **attention
-            )
+    def make_block(self, name):
         if self.num_inducing_points:
             return InducedMultisetAttentionBlock(
-                self.num_inducing_points, name=name, **attention
+                self.num_inducing_points,
+                name=name,
+                **self._attention_arguments(),
+                **self._block_arguments(),
             )
-        return MultisetAttentionBlock(name=name, **attention)
+        return MultisetAttentionBlock(
+            name=name, **self._attention_arguments(), **self._block_arguments()
+        )
 
     def _model_arguments(self):
         config = super()._model_arguments()
-        config.update(
-            {
-                "num_inducing_points": self.num_inducing_points,
-                "dimension_equivariant": self.dimension_equivariant,
-                "scale_output_by_dim": self.scale_output_by_dim,
-            }
-        )
+        config["num_inducing_points"] = self.num_inducing_points
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        # Configs written while one class held both models (the shipped
+        # presets among them) carry `dimension_equivariant`: True gives
+        # the dimension-equivariant model, False the plain one.
+        if config.pop("dimension_equivariant", False):
+            if config.pop("num_inducing_points", None) is not None:
+                raise ValueError(
+                    "`num_inducing_points` is not available with "
+                    "`dimension_equivariant=True`. Received: "
+                    f"config={config}"
+                )
+            return DimensionEquivariantMultiSetTransformer.from_config(config)
+        if config.pop("scale_output_by_dim", False):
+            raise ValueError(
+                "`scale_output_by_dim=True` needs `dimension_equivariant="
+                "True` (only that model takes inputs of any dimension d). "
+                f"Received: config={config}"
+            )
+        return super().from_config(config)
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class MultiSetRelationNetwork(_MultisetBlockModel):
+class MultiSetRelationNetwork(MultisetBlockModel):
     """Multi-Set RN: the Multi-Set Transformer with relation-network blocks.
 
     The variant of Selby et al. (Sec. 5) in which the four transformer
@@ -492,7 +324,7 @@ class MultiSetRelationNetwork(_MultisetBlockModel):
                 f"{self.resolved_latent_dim}, num_heads={self.num_heads}"
             )
 
-    def _make_block(self, name):
+    def make_block(self, name):
         return MultisetRelationBlock(
             relation_dim=self.relation_dim,
             ff_dim=self.ff_dim,
@@ -516,10 +348,7 @@ _MODELS = {
     "cross_only": (MultiSetTransformer, {"cross_only": True}),
     "sum_merge": (MultiSetTransformer, {"merge": "sum"}),
     "multiset_rn": (MultiSetRelationNetwork, {}),
-    "dimension_equivariant": (
-        MultiSetTransformer,
-        {"dimension_equivariant": True},
-    ),
+    "dimension_equivariant": (DimensionEquivariantMultiSetTransformer, {}),
     "union_transformer": (UnionTransformer, {}),
     "single_set_transformer": (SingleSetBaseline, {"encoder": "transformer"}),
     "single_set_rn": (SingleSetBaseline, {"encoder": "relation"}),
@@ -543,8 +372,7 @@ def build_multiset_model(name, **kwargs):
       `MultiSetTransformer(merge="sum")`.
     - `"multiset_rn"`: `MultiSetRelationNetwork` (Multi-Set RN).
     - `"dimension_equivariant"`: the model of Sec. 3.5
-      (Multi-Set-Transformer-Equi),
-      `MultiSetTransformer(dimension_equivariant=True)`.
+      (Multi-Set-Transformer-Equi), `DimensionEquivariantMultiSetTransformer`.
     - `"union_transformer"`: `UnionTransformer`, a Set Transformer on the
       union of the sets (with a set-indicator feature by default).
     - `"single_set_transformer"`: `SingleSetBaseline(encoder=

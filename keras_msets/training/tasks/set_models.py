@@ -20,18 +20,18 @@ CNN in front of any set model that reads encoded images.
 import keras
 
 from keras_msets.models import MULTISET_MODEL_NAMES
-from keras_msets.models import MultiSetTransformer
+from keras_msets.models import DimensionEquivariantMultiSetTransformer
 from keras_msets.models import build_multiset_model
 from keras_msets.utils.validation import check_choice
 
 _EQUIVARIANT = {
     "latent_dim": 16,
     "ff_dim": 32,
-    "dimension_equivariant": True,
     "num_blocks": 4,
     "num_heads": 4,
 }
-# `MultiSetTransformer` arguments of each task's App. B model.
+# `DimensionEquivariantMultiSetTransformer` arguments of each task's App. B
+# model.
 APP_B_MODELS = {
     "kl_divergence": dict(_EQUIVARIANT, name="mst_kl_divergence"),
     "mutual_information": dict(
@@ -66,7 +66,9 @@ def build_model(task_name, **overrides):
     check_choice("task_name", task_name, (*APP_B_MODELS, "counting"))
     if task_name == "counting":
         return build_counting_model(**overrides)
-    return MultiSetTransformer(**dict(APP_B_MODELS[task_name], **overrides))
+    return DimensionEquivariantMultiSetTransformer(
+        **dict(APP_B_MODELS[task_name], **overrides)
+    )
 
 
 def build_image_encoder(
