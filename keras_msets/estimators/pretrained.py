@@ -46,17 +46,29 @@ on):
   estimate is invariant under an invertible affine map of `x` and another
   of `y`.
 
+Which preset serves which estimator and which `d` is not kept here: each
+estimator preset's `metadata.json` says it (`serves`: the estimator, the
+dimensions and set sizes it was trained on, its preprocessing and the
+range of `d` it serves by default, `default_dims`), and `route_spans`
+reads the installed presets (`keras_msets.zoo.list()`), so a preset
+added to the presets folder is used without a change of code. A preset
+named as `model` must serve the estimator it is given to.
+
 KL divergence and mutual information are returned as the model's
 regression output clipped at 0 (both quantities are non-negative), in
 nats.
 """
 
+import collections.abc
 import dataclasses
 import functools
+import os
 import warnings
 
 import keras
 import numpy as np
+
+from keras_msets import zoo
 
 # The preprocessing lives in keras_msets.stats (numpy only, below the
 # models); its names stay importable from here.
@@ -65,6 +77,7 @@ from keras_msets.stats.preprocessing import joint_and_product_sets
 from keras_msets.stats.preprocessing import preprocess
 from keras_msets.stats.preprocessing import standardize_pairs  # noqa: F401
 from keras_msets.stats.preprocessing import whiten_pairs  # noqa: F401
+from keras_msets.training import preset_io
 
 # Each set needs this many points more than its dimension: `d + 1` points
 # make a set's covariance non-singular, which whitening (of the union)
@@ -85,10 +98,10 @@ _PAD_MULTIPLE = 32
 
 @dataclasses.dataclass(frozen=True)
 class EstimatorSpec:
-    """What a pretrained estimator expects.
+    """What a pretrained estimator expects: a preset's `serves` record.
 
     Attributes:
-        preset: the zoo preset loaded when no model is given.
+        preset: the zoo preset (a name, or a preset folder's path).
         dims: `(low, high)`, the dimensions `d` the preset was trained on
             (both ends included); other `d` are refused.
         set_size: `(low, high)`, the set sizes it was trained on; sets
@@ -105,6 +118,10 @@ class EstimatorSpec:
             samples `[x_j, y_j]` against samples of the product of the
             marginals `[x_j, y_pi(j)]` (`joint_and_product_sets`) instead
             of the two sets `x` and `y`.
+        estimator: the estimator it serves (`kl_divergence`,
+            `mutual_information` or `same_distribution_probability`).
+        default_dims: `(low, high)`, the `d` for which the estimator uses
+            this preset when no model is named, or None.
     """
 
     preset: str
@@ -114,68 +131,137 @@ class EstimatorSpec:
     paired: bool
     symmetric: bool = False
     joint: bool = False
+    estimator: str = None
+    default_dims: tuple = None
+
+    @classmethod
+    def from_serves(cls, preset, serves):
+        """The spec of `preset` from its metadata's `serves` record."""
+        serves = preset_io.check_serves(serves, name=preset)
+        default = serves["default_dims"]
+        return cls(
+            preset=preset,
+            dims=tuple(serves["dims"]),
+            set_size=tuple(serves["set_size"]),
+            preprocessing=serves["preprocessing"],
+            paired=serves["paired"],
+            symmetric=serves["symmetric"],
+            joint=serves["joint"],
+            estimator=serves["estimator"],
+            default_dims=None if default is None else tuple(default),
+        )
 
 
-SPECS = {
-    "kl_divergence": EstimatorSpec(
-        preset="mst_kl_divergence",
-        dims=(2, 16),
-        set_size=(100, 150),
-        preprocessing="whiten",
-        paired=False,
-    ),
-    "kl_divergence_low_d": EstimatorSpec(
-        preset="mst_kl_divergence_low_d",
-        dims=(1, 3),
-        set_size=(100, 150),
-        preprocessing="whiten",
-        paired=False,
-    ),
-    "mutual_information": EstimatorSpec(
-        preset="mst_mutual_information",
-        dims=(2, 20),
-        set_size=(100, 150),
-        preprocessing="standardize",
-        paired=True,
-    ),
-    "mutual_information_joint": EstimatorSpec(
-        preset="mst_mutual_information_joint",
-        dims=(1, 8),
-        set_size=(100, 150),
-        preprocessing="whiten_third_moment",
-        paired=True,
-        joint=True,
-    ),
-    "same_distribution_probability": EstimatorSpec(
-        preset="mst_two_sample",
-        dims=(8, 8),
-        set_size=(10, 30),
-        preprocessing="whiten",
-        paired=False,
-        symmetric=True,
-    ),
-}
+def preset_spec(name):
+    """The `EstimatorSpec` of preset `name` (a name or a folder path), from
+    the `serves` record of its metadata."""
+    metadata = zoo.info(name)
+    serves = metadata.get("serves")
+    if serves is None:
+        raise ValueError(
+            f"Preset {name!r} is not an estimator preset: its metadata "
+            "has no `serves` record (it was trained for the task "
+            f"{metadata.get('task', 'unknown')!r}). Received: model={name!r}"
+        )
+    return EstimatorSpec.from_serves(name, serves)
 
 
-# The default presets by dimension (`model=None`): for each estimator, its
-# `SPECS` keys from low d to high with the highest d each one serves; a
-# key serves from the d after the previous key's highest (the first key
-# from its own lowest). Each boundary is the top of the range the lower
-# preset was trained on; its card measures it against the next preset on
-# the same test pairs and finds it better at every d of that range.
-DEFAULT_ROUTES = {
-    "kl_divergence": (("kl_divergence_low_d", 3), ("kl_divergence", 16)),
-    "mutual_information": (
-        ("mutual_information_joint", 8),
-        ("mutual_information", 20),
-    ),
-}
+def installed_specs():
+    """`{preset: EstimatorSpec}` of every installed estimator preset.
+
+    Every preset of `keras_msets.zoo.list()` whose metadata has a
+    `serves` record; presets whose metadata cannot be read are skipped
+    here (loading one by name says what is wrong).
+    """
+    specs = {}
+    for name in zoo.list():
+        try:
+            metadata = zoo.info(name)
+        except ValueError:
+            continue
+        if metadata.get("serves") is not None:
+            specs[name] = EstimatorSpec.from_serves(name, metadata["serves"])
+    return specs
+
+
+def route_spans(estimator, joint=None):
+    """`(preset, first d, last d)` of the presets `estimator` uses by default.
+
+    From the `serves.default_dims` of the installed presets of
+    `estimator` (and, if `joint` is not None, of that reading), sorted
+    by `d`. Raises a `ValueError` when none serves it or two claim the
+    same `d`.
+    """
+    spans = sorted(
+        (*spec.default_dims, name)
+        for name, spec in installed_specs().items()
+        if spec.estimator == estimator
+        and spec.default_dims is not None
+        and (joint is None or spec.joint == joint)
+    )
+    if not spans:
+        raise ValueError(
+            f"No installed preset serves `{estimator}` by default: none "
+            "has `serves.estimator` equal to it with `default_dims` in its "
+            f"metadata.json (presets folder: {zoo.presets_root()}). Name a "
+            "preset or pass a keras.Model as `model`."
+        )
+    for (_, high, name), (next_low, _, next_name) in zip(
+        spans, spans[1:], strict=False
+    ):
+        if next_low <= high:
+            raise ValueError(
+                f"Presets {name!r} and {next_name!r} both claim d = "
+                f"{next_low} for `{estimator}` (`serves.default_dims` in "
+                "their metadata.json); give each d to one preset."
+            )
+    return [(name, low, high) for low, high, name in spans]
+
+
+def _spans_text(spans):
+    return ", ".join(
+        f"d = {first}"
+        + ("" if last == first else f"..{last}")
+        + f" through `{name}`"
+        for name, first, last in spans
+    )
+
+
+def _model_spec(estimator, joint):
+    """The spec for a `keras.Model` given as `model`: that of the default
+    preset of `estimator` (and reading) for the highest `d`."""
+    name = route_spans(estimator, joint=joint)[-1][0]
+    return preset_spec(name)
+
+
+class _LegacySpecs(collections.abc.Mapping):
+    """`SPECS`: the specs of the shipped estimator presets, read from their
+    metadata, under the keys code written before the presets said what
+    they serve uses (and under the preset names)."""
+
+    _KEYS = {
+        "kl_divergence": "mst_kl_divergence",
+        "kl_divergence_low_d": "mst_kl_divergence_low_d",
+        "mutual_information": "mst_mutual_information",
+        "mutual_information_joint": "mst_mutual_information_joint",
+        "same_distribution_probability": "mst_two_sample",
+    }
+
+    def __getitem__(self, key):
+        return preset_spec(self._KEYS.get(key, key))
+
+    def __iter__(self):
+        return iter(self._KEYS)
+
+    def __len__(self):
+        return len(self._KEYS)
+
+
+SPECS = _LegacySpecs()
 
 
 @functools.lru_cache(maxsize=8)
 def _load_preset(name, root):
-    from keras_msets import zoo
-
     del root  # part of the cache key only
     model = zoo.load(name)
     weak = unlearned_dims(zoo.info(name).get("metrics", {}))
@@ -217,9 +303,7 @@ def load_estimator(name):
     (`keras_msets.zoo.presets_root()`), so pointing
     `$KERAS_MSETS_ZOO_DIR` elsewhere loads the other folder's model.
     """
-    from keras_msets.zoo import registry
-
-    return _load_preset(name, str(registry.presets_root()))
+    return _load_preset(name, str(zoo.presets_root()))
 
 
 def _as_sets(value, name):
@@ -283,7 +367,7 @@ def _resolve_model(model, spec):
     """`(model, allowed_dims)`; `allowed_dims` is `(low, high)` or None."""
     if model is None:
         model = spec.preset
-    if isinstance(model, str):
+    if isinstance(model, (str, os.PathLike)):
         return load_estimator(model), spec.dims
     if not isinstance(model, keras.Model):
         raise ValueError(
@@ -394,8 +478,11 @@ def _positive_int(value, name):
     return int(value)
 
 
-def _estimate(estimator, x, y, model, batch_size, clip=True, permutations=1):
-    spec = SPECS[estimator]
+def _estimate(
+    estimator, spec, x, y, model, batch_size, clip=True, permutations=1
+):
+    """`estimator`'s answers for the pairs `x`, `y` through `model` (None:
+    `spec.preset`), prepared as `spec` says."""
     batch_size = _positive_int(batch_size, "batch_size")
     permutations = _positive_int(permutations, "permutations")
     x_sets, x_single = _as_sets(x, "x")
@@ -485,74 +572,40 @@ def kl_divergence(x, y, model=None, batch_size=64):
     """
     if model is None:
         return _by_dimension("kl_divergence", x, y, batch_size)
-    estimator = "kl_divergence"
-    if isinstance(model, str) and model == SPECS["kl_divergence_low_d"].preset:
-        estimator = "kl_divergence_low_d"
-    return _estimate(estimator, x, y, model, batch_size)
+    spec = _spec_for("kl_divergence", model)
+    return _estimate("kl_divergence", spec, x, y, model, batch_size)
 
 
 MI_MODES = ("split", "joint")
 
 
-def _mi_estimator(model, mode):
-    """The `SPECS` key for `mutual_information(model=..., mode=...)`."""
-    if mode == "joint":
-        return "mutual_information_joint"
-    if mode == "split":
-        return "mutual_information"
-    if isinstance(model, str):
-        from keras_msets import zoo
-
-        joint = SPECS["mutual_information_joint"].preset
-        if model == joint or zoo.info(model).get("task") == (
-            "mutual_information_joint"
-        ):
-            return "mutual_information_joint"
-    return "mutual_information"
-
-
-def route_spans(estimator):
-    """`(key, first d, last d)` of each `DEFAULT_ROUTES[estimator]` entry."""
-    spans, previous = [], SPECS[DEFAULT_ROUTES[estimator][0][0]].dims[0] - 1
-    for key, top in DEFAULT_ROUTES[estimator]:
-        spans.append((key, previous + 1, top))
-        previous = top
-    return spans
-
-
-def _by_dimension(estimator, x, y, batch_size, **options):
+def _by_dimension(estimator, x, y, batch_size, joint=None, **options):
     """The default: each pair to the preset that serves its `d`
-    (`DEFAULT_ROUTES[estimator]`); `options` go to `_estimate`."""
-    routes = DEFAULT_ROUTES[estimator]
+    (`route_spans`); `options` go to `_estimate`."""
+    spans = route_spans(estimator, joint=joint)
     x_sets, x_single = _as_sets(x, "x")
     y_sets, y_single = _as_sets(y, "y")
     if x_single != y_single or len(x_sets) != len(y_sets):
         # The usual errors.
-        return _estimate(routes[-1][0], x, y, None, batch_size, **options)
-    spans = route_spans(estimator)
+        spec = preset_spec(spans[-1][0])
+        return _estimate(estimator, spec, x, y, None, batch_size, **options)
     low, high = spans[0][1], spans[-1][2]
-    served = [
-        f"d = {first}"
-        + ("" if last == first else f"..{last}")
-        + f" through `{SPECS[key].preset}`"
-        for key, first, last in spans
-    ]
-    for i, values in enumerate(x_sets):
-        d = values.shape[1]
-        if not low <= d <= high:
+    dims = np.array([s.shape[1] for s in x_sets])
+    for i, d in enumerate(dims):
+        if not any(first <= d <= last for _, first, last in spans):
             where = f" (pair {i})" if len(x_sets) > 1 else ""
+            supported = f"d = {low}" if low == high else f"d = {low}..{high}"
             raise ValueError(
-                f"`{estimator}` supports d = {low}..{high} ("
-                + ", ".join(served)
-                + f"). Received: d={d}{where}"
+                f"`{estimator}` supports {supported} ({_spans_text(spans)})"
+                f". Received: d={d}{where}"
             )
     out = np.zeros(len(x_sets))
-    dims = np.array([s.shape[1] for s in x_sets])
-    for key, first, last in spans:
+    for name, first, last in spans:
         (part,) = np.nonzero((dims >= first) & (dims <= last))
         if len(part):
             out[part] = _estimate(
-                key,
+                estimator,
+                preset_spec(name),
                 [x_sets[i] for i in part],
                 [y_sets[i] for i in part],
                 None,
@@ -560,6 +613,33 @@ def _by_dimension(estimator, x, y, batch_size, **options):
                 **options,
             )
     return float(out[0]) if x_single else out
+
+
+def _named_spec(estimator, model, joint=None):
+    """The spec of preset `model`, refused unless it serves `estimator`
+    (and the `joint` reading, when not None)."""
+    spec = preset_spec(model)
+    if spec.estimator != estimator:
+        raise ValueError(
+            f"`model` must be a preset of the `{estimator}` estimator; "
+            f"preset {model!r} serves `{spec.estimator}` (its "
+            f"metadata.json). Received: model={model!r}"
+        )
+    if joint is not None and spec.joint != joint:
+        mode = "joint" if spec.joint else "split"
+        raise ValueError(
+            f"Preset {model!r} reads the {mode} samples, not the "
+            f"{'joint' if joint else 'split'} ones; leave `mode` None or "
+            f"pass mode={mode!r}. Received: model={model!r}"
+        )
+    return spec
+
+
+def _spec_for(estimator, model, joint=None):
+    """The spec for `model` (a preset name or path, or a keras.Model)."""
+    if isinstance(model, (str, os.PathLike)):
+        return _named_spec(estimator, model, joint)
+    return _model_spec(estimator, bool(joint))
 
 
 def mutual_information(
@@ -627,12 +707,19 @@ def mutual_information(
     if permutations is None:
         permutations = JOINT_PERMUTATIONS
     permutations = _positive_int(permutations, "permutations")
+    joint = None if mode is None else mode == "joint"
     if model is None and mode is None:
         return _by_dimension(
             "mutual_information", x, y, batch_size, permutations=permutations
         )
+    if model is None:
+        # One reading asked for: its preset over its whole trained range.
+        spec = _model_spec("mutual_information", joint)
+    else:
+        spec = _spec_for("mutual_information", model, joint)
     return _estimate(
-        _mi_estimator(model, mode),
+        "mutual_information",
+        spec,
         x,
         y,
         model,
@@ -670,4 +757,8 @@ def same_distribution_probability(x, y, model=None, batch_size=64):
     Raises:
         ValueError: as `kl_divergence`; `d` must be 8 for the preset.
     """
-    return _estimate("same_distribution_probability", x, y, model, batch_size)
+    estimator = "same_distribution_probability"
+    if model is None:
+        return _by_dimension(estimator, x, y, batch_size)
+    spec = _spec_for(estimator, model)
+    return _estimate(estimator, spec, x, y, model, batch_size)

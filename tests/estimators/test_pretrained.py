@@ -7,11 +7,14 @@ exact invariances, batching, the default-preset path through a temporary
 zoo folder, and the errors.
 """
 
+import json
+import shutil
 import warnings
 
 import numpy as np
 import pytest
 
+from keras_msets import zoo
 from keras_msets.estimators import pretrained
 from keras_msets.estimators.pretrained import kl_divergence
 from keras_msets.estimators.pretrained import mutual_information
@@ -55,8 +58,53 @@ def _random_affine(rng, d):
             return a, rng.normal(size=d) * 5
 
 
+# The shipped estimator presets' `serves` records (read before a test
+# points the zoo at a temporary folder).
+SERVES = {
+    name: zoo.info(name)["serves"]
+    for name in (
+        "mst_kl_divergence",
+        "mst_kl_divergence_low_d",
+        "mst_mutual_information",
+        "mst_mutual_information_joint",
+        "mst_two_sample",
+    )
+}
+
+
+def _spec(key):
+    """The spec of a shipped preset by its old key."""
+    return pretrained.SPECS[key]
+
+
+def _estimator(key):
+    return {
+        "kl_divergence_low_d": "kl_divergence",
+        "mutual_information_joint": "mutual_information",
+    }.get(key, key)
+
+
+def _estimate(key, x, y, model, batch_size=64, **options):
+    return pretrained._estimate(
+        _estimator(key), _spec(key), x, y, model, batch_size, **options
+    )
+
+
 def _unclipped(estimator, x, y, model):
-    return pretrained._estimate(estimator, x, y, model, 64, clip=False)
+    return _estimate(estimator, x, y, model, clip=False)
+
+
+def _save(model, folder, **serves):
+    """Saves `model` as a preset named like the folder, serving what the
+    shipped preset of that name serves (changed by `serves`)."""
+    registry.save_preset(
+        model,
+        folder,
+        data="none",
+        metrics={},
+        card="test",
+        serves=dict(SERVES[folder.name], **serves),
+    )
 
 
 # Preprocessing -------------------------------------------------------------
@@ -214,9 +262,7 @@ def test_joint_mutual_information_reads_joint_against_product(equivariant):
     expected = pretrained.predict_prepared(
         equivariant, wj.astype("float32"), wp.astype("float32"), ones, ones
     )[0]
-    got = pretrained._estimate(
-        "mutual_information_joint", x, y, equivariant, 64, clip=False
-    )
+    got = _estimate("mutual_information_joint", x, y, equivariant, clip=False)
     # Up to float32 rounding: the estimator pads the sets to 128 rows.
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(
@@ -246,12 +292,11 @@ def test_joint_mutual_information_reads_joint_against_product(equivariant):
     assert pretrained.JOINT_PERMUTATIONS == 8
     np.testing.assert_allclose(readings[0], expected, rtol=1e-6)
     assert np.std(readings) > 1e-4  # the permutations differ
-    averaged = pretrained._estimate(
+    averaged = _estimate(
         "mutual_information_joint",
         x,
         y,
         equivariant,
-        64,
         clip=False,
         permutations=8,
     )
@@ -276,12 +321,11 @@ def test_joint_mutual_information_reads_joint_against_product(equivariant):
     # Invariant under an invertible affine map of x and one of y.
     a, b = _random_affine(rng, 2)
     c, e = _random_affine(rng, 2)
-    moved = pretrained._estimate(
+    moved = _estimate(
         "mutual_information_joint",
         x @ a.T + b,
         y @ c.T + e,
         equivariant,
-        64,
         clip=False,
     )
     np.testing.assert_allclose(moved, got, rtol=1e-5, atol=1e-6)
@@ -332,13 +376,7 @@ def test_same_distribution_probability_is_a_probability(eight_d):
 
 
 def test_default_loads_the_preset_once(tmp_path, monkeypatch, equivariant):
-    registry.save_preset(
-        equivariant,
-        tmp_path / "mst_kl_divergence",
-        data="none",
-        metrics={},
-        card="test",
-    )
+    _save(equivariant, tmp_path / "mst_kl_divergence")
     monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
     rng = np.random.default_rng(7)
     x, y = _pair(rng, d=5)
@@ -354,9 +392,13 @@ def test_default_loads_the_preset_once(tmp_path, monkeypatch, equivariant):
     for d in (1, 17):
         with pytest.raises(ValueError, match=r"d = 2\.\.16.*d=" + str(d)):
             kl_divergence(*_pair(rng, d=d), model="mst_kl_divergence")
-    # The default knows d = 1..16 through its two presets.
-    with pytest.raises(ValueError, match=r"d = 1\.\.16 \(d = 1\.\.3 .*d=17"):
-        kl_divergence(*_pair(rng, d=17))
+    # The default knows the d its installed presets claim: here only
+    # d = 4..16 (`serves.default_dims`).
+    for d in (3, 17):
+        with pytest.raises(
+            ValueError, match=r"d = 4\.\.16 \(d = 4\.\.16 through .*d=" + str(d)
+        ):
+            kl_divergence(*_pair(rng, d=d))
 
 
 def test_default_kl_divergence_routes_each_pair_by_d(
@@ -374,9 +416,7 @@ def test_default_kl_divergence_routes_each_pair_by_d(
         ("mst_kl_divergence", equivariant),
         ("mst_kl_divergence_low_d", low_d),
     ):
-        registry.save_preset(
-            model, tmp_path / name, data="none", metrics={}, card="test"
-        )
+        _save(model, tmp_path / name)
     monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
     rng = np.random.default_rng(14)
     dims = (1, 4, 3, 2, 16)
@@ -414,9 +454,7 @@ def test_default_mutual_information_routes_each_pair_by_d(
         ("mst_mutual_information_joint", equivariant),
         ("mst_mutual_information", split),
     ):
-        registry.save_preset(
-            model, tmp_path / name, data="none", metrics={}, card="test"
-        )
+        _save(model, tmp_path / name)
     monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
     rng = np.random.default_rng(13)
     xs = [rng.normal(size=(110, d)) for d in (1, 8, 9, 2)]
@@ -510,3 +548,129 @@ def test_unlearned_dims_compares_with_the_best_constant():
     }
     assert pretrained.unlearned_dims(metrics) == [4, 16]
     assert pretrained.unlearned_dims({}) == []
+
+
+# Routing from the presets' metadata ----------------------------------------
+
+
+def test_the_shipped_presets_route_as_before():
+    assert pretrained.route_spans("kl_divergence") == [
+        ("mst_kl_divergence_low_d", 1, 3),
+        ("mst_kl_divergence", 4, 16),
+    ]
+    assert pretrained.route_spans("mutual_information") == [
+        ("mst_mutual_information_joint", 1, 8),
+        ("mst_mutual_information", 9, 20),
+    ]
+    assert pretrained.route_spans("same_distribution_probability") == [
+        ("mst_two_sample", 8, 8)
+    ]
+    spec = pretrained.SPECS["mutual_information_joint"]
+    assert (spec.dims, spec.set_size, spec.preprocessing) == (
+        (1, 8),
+        (100, 150),
+        "whiten_third_moment",
+    )
+    assert spec.paired and spec.joint and not spec.symmetric
+    assert pretrained.SPECS["same_distribution_probability"].symmetric
+
+
+def test_a_preset_of_another_estimator_is_refused():
+    rng = np.random.default_rng(20)
+    x, y = _pair(rng, d=8)
+    with pytest.raises(ValueError) as error:
+        same_distribution_probability(x, y, model="mst_kl_divergence")
+    message = str(error.value)
+    assert "`model`" in message and "mst_kl_divergence" in message
+    assert "same_distribution_probability" in message
+    assert "serves `kl_divergence`" in message
+    with pytest.raises(ValueError, match="serves `same_distribution_prob"):
+        kl_divergence(x, y, model="mst_two_sample")
+    with pytest.raises(ValueError, match="serves `kl_divergence`"):
+        mutual_information(x, x, model="mst_kl_divergence_low_d")
+    with pytest.raises(ValueError, match="not an estimator preset"):
+        kl_divergence(x, y, model="complex_deepsets_units_digit")
+    with pytest.raises(ValueError, match="mode='joint'"):
+        mutual_information(
+            x, x, model="mst_mutual_information_joint", mode="split"
+        )
+
+
+def test_routing_follows_the_installed_presets_metadata(
+    tmp_path, monkeypatch, equivariant
+):
+    # A third KL preset claims d = 4..5; the general one then serves from
+    # d = 6 on. Each stands in with its own output bias.
+    models = {}
+    for shift, name in enumerate(
+        (
+            "mst_kl_divergence_low_d",
+            "mst_kl_divergence_mid",
+            "mst_kl_divergence",
+        )
+    ):
+        model = build_multiset_model("dimension_equivariant", **TINY)
+        model([np.zeros((1, 4, 3), "float32")] * 2)
+        weights = equivariant.get_weights()
+        model.set_weights([*weights[:-1], weights[-1] + 10.0 * (shift + 1)])
+        models[name] = model
+    _save(
+        models["mst_kl_divergence_low_d"], tmp_path / "mst_kl_divergence_low_d"
+    )
+    _save(
+        models["mst_kl_divergence"],
+        tmp_path / "mst_kl_divergence",
+        default_dims=[6, 16],
+    )
+    registry.save_preset(
+        models["mst_kl_divergence_mid"],
+        tmp_path / "mst_kl_divergence_mid",
+        data="none",
+        metrics={},
+        card="test",
+        serves=dict(SERVES["mst_kl_divergence"], default_dims=[4, 5]),
+    )
+    monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
+    assert pretrained.route_spans("kl_divergence") == [
+        ("mst_kl_divergence_low_d", 1, 3),
+        ("mst_kl_divergence_mid", 4, 5),
+        ("mst_kl_divergence", 6, 16),
+    ]
+    rng = np.random.default_rng(21)
+    dims = (2, 4, 5, 6)
+    pairs = [_pair(rng, d=d) for d in dims]
+    got = kl_divergence([x for x, _ in pairs], [y for _, y in pairs])
+    owners = ("mst_kl_divergence_low_d", "mst_kl_divergence_mid") + (
+        "mst_kl_divergence_mid",
+        "mst_kl_divergence",
+    )
+    expected = [
+        kl_divergence(x, y, model=models[owner])
+        for (x, y), owner in zip(pairs, owners, strict=True)
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    # A preset folder by path is read the same way.
+    np.testing.assert_allclose(
+        kl_divergence(*pairs[1], model=tmp_path / "mst_kl_divergence_mid"),
+        expected[1],
+        rtol=1e-6,
+    )
+    # Two presets claiming d = 5: a clear error naming both.
+    metadata_path = tmp_path / "mst_kl_divergence" / "metadata.json"
+    metadata = json.loads(metadata_path.read_text())
+    metadata["serves"]["default_dims"] = [5, 16]
+    metadata_path.write_text(json.dumps(metadata))
+    with pytest.raises(ValueError, match=r"mst_kl_divergence_mid.*claim d = 5"):
+        kl_divergence(*pairs[0])
+    # None claiming any d.
+    for name in ("mst_kl_divergence", "mst_kl_divergence_mid"):
+        shutil.rmtree(tmp_path / name)
+    (tmp_path / "mst_kl_divergence_low_d").rename(tmp_path / "renamed")
+    metadata_path = tmp_path / "renamed" / "metadata.json"
+    metadata = json.loads(metadata_path.read_text())
+    metadata["serves"]["default_dims"] = None
+    metadata_path.write_text(json.dumps(metadata))
+    with pytest.raises(ValueError, match="No installed preset serves"):
+        kl_divergence(*pairs[0])
+    # By name it still works (default_dims None: only when asked).
+    kl_divergence(*pairs[0], model="renamed")
