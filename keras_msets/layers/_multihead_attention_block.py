@@ -12,32 +12,8 @@ from keras import ops
 
 from keras_msets import ops as msets_ops
 from keras_msets.layers._feed_forward_block import FeedForwardBlock
-from keras_msets.utils import validation
 from keras_msets.utils.validation import check_positive_int
 from keras_msets.utils.validation import check_rate
-
-__all__ = [
-    "BLOCK_ARGUMENTS",
-    "MultiheadAttentionBlock",
-    "block_arguments",
-    "check_dropout",
-    "check_epsilon",
-    "check_positive_int",
-    "check_set_shape",
-    "zero_padding",
-]
-
-
-def check_dropout(dropout):
-    """`check_rate("dropout", dropout)`, kept for the layers that use it."""
-    return check_rate("dropout", dropout)
-
-
-def check_epsilon(layer_norm_epsilon):
-    """A positive `layer_norm_epsilon`, kept for the layers that use it."""
-    return validation.check_positive_float(
-        "layer_norm_epsilon", layer_norm_epsilon
-    )
 
 
 def check_set_shape(input_shape, name="inputs"):

@@ -3,6 +3,10 @@ import numpy as np
 import pytest
 
 from keras_msets import testing
+from keras_msets.layers._multihead_attention_block import (
+    MultiheadAttentionBlock,
+)
+from keras_msets.layers._multiset_block import MultisetBlock
 from keras_msets.layers.dimension_equivariant_multiset_attention_block import (
     DimensionEquivariantMultisetAttentionBlock,
 )
@@ -480,6 +484,36 @@ class MultisetAttentionBlockTest(testing.TestCase):
             {"cross_block", "self_block_0", "self_block_1"} <= names
         )
         self.assertNotIn("cross_block_0_1", names)
+
+    def test_multiset_block_wraps_the_given_pair_block(self):
+        sets, masks = _sets()
+        shapes = [tuple(x.shape) for x in sets]
+        pair = MultiheadAttentionBlock(num_heads=2, ff_dim=6)
+        wrapper = MultisetBlock(pair, weight_sharing="cross", dtype="float64")
+        # The template is not a sub-layer: only its copies hold weights.
+        self.assertEqual(wrapper.weights, [])
+        wrapper.build(shapes)
+        self.assertFalse(pair.built)
+        public = MSAB(num_heads=2, ff_dim=6, weight_sharing="cross")
+        public.build(shapes)
+        self.assertEqual(
+            [w.path.split("/", 1)[1] for w in wrapper.weights],
+            [w.path.split("/", 1)[1] for w in public.weights],
+        )
+        for name in ("self_block_0", "self_block_1", "cross_block"):
+            copy = _sublayers(wrapper)[name]
+            self.assertIsInstance(copy, MultiheadAttentionBlock)
+            self.assertEqual(copy.dtype_policy.name, "float64")
+            self.assertEqual(tuple(copy.ff_hidden.kernel.shape), (4, 6))
+        _randomize(public, 5)
+        wrapper.set_weights(public.get_weights())
+        for a, b, m in zip(
+            wrapper(sets, masks=masks),
+            public(sets, masks=masks),
+            masks,
+            strict=True,
+        ):
+            self.assertAllClose(_numpy(a)[m], _numpy(b)[m], atol=1e-5)
 
     def test_symmetric_sharing_is_equivariant_to_the_set_order(self):
         for key, (cls, kwargs) in LAYERS.items():
