@@ -317,23 +317,22 @@ def save_inference_weights(model, path):
 
     `model.save_weights` on a compiled, trained model also writes the
     optimizer's variables (Adam's moments are twice the model's size).
-    This writes the weights of a copy built from the model's config, so
-    the file holds the layers' variables only.
+    The weights are written to a temporary file first, and everything but
+    its top-level `optimizer` group is copied into `path`; the file loads
+    like one written from an uncompiled model.
     """
-    if getattr(model, "optimizer", None) is None:
-        model.save_weights(path)
-        return
-    copy = keras.saving.deserialize_keras_object(model_config(model))
-    if not copy.built:
-        # A copy that its config does not build takes the weights through
-        # a file (loading builds it); the optimizer group is then dropped.
-        with tempfile.TemporaryDirectory() as tmp:
-            full = Path(tmp) / WEIGHTS_FILE
-            model.save_weights(full)
-            copy.load_weights(full)
-    else:
-        copy.set_weights(model.get_weights())
-    copy.save_weights(path)
+    import h5py
+
+    path = Path(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        full = Path(tmp) / WEIGHTS_FILE
+        model.save_weights(full)
+        with h5py.File(full, "r") as source, h5py.File(path, "w") as target:
+            for key, value in source.attrs.items():
+                target.attrs[key] = value
+            for key in source:
+                if key != "optimizer":
+                    source.copy(source[key], target, name=key)
 
 
 def compile_record(model):
