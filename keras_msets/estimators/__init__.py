@@ -3,12 +3,13 @@
 Pretrained (Multi-Set Transformers of the zoo, Selby et al. 2022, Sec.
 5.1-5.2; nothing to train): `kl_divergence`, `mutual_information` and
 `same_distribution_probability`, functions of numpy arrays of samples
-that load their preset on first use.
+that load their preset on first use. Which preset serves which `d` comes
+from the `serves` record of the installed presets' metadata.
 
-Classical nearest-neighbour estimators (numpy + scipy), the paper's
-baselines: the KL divergence estimator of Wang, Kulkarni & Verdú (2009)
-and the mutual-information estimator of Kraskov, Stögbauer & Grassberger
-(2004).
+Classical nearest-neighbour estimators (numpy + scipy, implemented in
+`keras_msets.stats.classical`), the paper's baselines: the KL divergence
+estimator of Wang, Kulkarni & Verdú (2009) and the mutual-information
+estimator of Kraskov, Stögbauer & Grassberger (2004).
 """
 
 from keras_msets.estimators.classical import knn_kl_divergence
