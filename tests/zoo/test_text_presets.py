@@ -3,10 +3,12 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from keras_msets import zoo
 from keras_msets.testing import load_script
+from keras_msets.training import text_classification
 
 ZOO = Path(__file__).resolve().parents[2] / "zoo"
 COMPLEX_ORDER = ["complex_order_cnn_mr", "complex_order_transformer_mr"]
@@ -27,7 +29,7 @@ def test_complex_order_recipe_declares_the_shipped_model(name):
     settings = _stored(name)["settings"]
     for key in ("epochs", "batch_size", "learning_rate", "patience", "seed"):
         assert budget[key] == settings[key], key
-    assert budget["max_tokens"] == settings["max_tokens"]
+    assert recipe.TASK.max_tokens == settings["max_tokens"]
     args = recipe.RECIPE.argument_parser().parse_args(["--folds", "0", "3"])
     assert args.folds == [0, 3]
 
@@ -71,3 +73,67 @@ def test_training_never_writes_into_the_shipped_preset(name):
     recipe = load_script(ZOO / name / "recipe.py")
     with pytest.raises(ValueError, match="Refusing to write"):
         recipe.RECIPE.train(output_dir=ZOO / name)
+
+
+def test_complex_order_train_keeps_fold_0s_model(tmp_path, monkeypatch):
+    # The cross validation is replaced by one that hands back the shipped
+    # model and vocabulary as "fold 0's": training copies the weights into
+    # the declared model, ships the vocabulary and checks that the folder
+    # reproduces the fold's accuracy.
+    name = "complex_order_cnn_mr"
+    recipe = load_script(ZOO / name / "recipe.py")
+    stored = _stored(name)["metrics"]
+    words = (ZOO / name / "vocabulary.txt").read_text().split("\n")
+    calls = []
+
+    def cross_validate(architecture, embedding, texts, labels, **kwargs):
+        calls.append((architecture, embedding, kwargs["folds"]))
+        return {
+            "mean": stored["test_accuracy"],
+            "std": 0.0,
+            "fold_accuracies": [stored["test_accuracy"]],
+            "folds": kwargs["folds"],
+            "epochs_trained": [1],
+            "params": 1,
+            "seconds": 0.0,
+            "model": zoo.load(name),
+            "vocabulary": words,
+        }
+
+    monkeypatch.setattr(text_classification, "cross_validate", cross_validate)
+    path = recipe.RECIPE.train(output_dir=tmp_path / "run", folds=[0])
+    assert [c[1] for c in calls] == ["complex_order", "pe", "tpe"]
+    assert all(c[0] == "cnn" and c[2] == [0] for c in calls)
+    assert (path / "vocabulary.txt").read_text().split("\n") == words
+    metadata = json.loads((path / "metadata.json").read_text())
+    assert metadata["metrics"]["test_accuracy"] == stored["test_accuracy"]
+    assert metadata["metrics"]["fit"]["preset_fold"] == 0
+    assert metadata["task"] == "mr_polarity"
+    shipped = _stored(name)["example"]["output"]
+    np.testing.assert_allclose(
+        metadata["example"]["output"], shipped, atol=1e-5
+    )
+    card = (path / "README.md").read_text()
+    assert "mean ± std over 1 folds" in card
+
+
+def test_fen_mr_polarity_trains_with_its_own_vocabulary(tmp_path):
+    recipe = load_script(ZOO / "fen_mr_polarity" / "recipe.py")
+    task = recipe.TASK
+    texts, labels, train, dev, test = task.split()
+    # A small training set: its vocabulary is much smaller than the
+    # shipped one, so the run must encode with its own.
+    task.split = lambda: (texts, labels, train[:96], dev[:32], test[:64])
+    path = recipe.RECIPE.train(
+        output_dir=tmp_path / "run", stages=((64, 1),), verbose=0
+    )
+    words = (path / "vocabulary.txt").read_text().split("\n")
+    shipped = (ZOO / "fen_mr_polarity" / "vocabulary.txt").read_text()
+    assert words[:2] == ["", "[UNK]"] and len(words) < len(shipped.split())
+    metadata = json.loads((path / "metadata.json").read_text())
+    assert json.loads((path / "config.json").read_text())["config"][
+        "vocabulary_size"
+    ] == len(words)
+    assert 0.0 <= metadata["metrics"]["test_accuracy"] <= 1.0
+    assert metadata["metrics"]["fit"]["stages"][0]["epochs_run"] == 1
+    assert task.encode(["a movie"]).max() < len(words)

