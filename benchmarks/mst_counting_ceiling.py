@@ -33,7 +33,7 @@ architecture (e.g. the `model.weights.h5` of a recipe's `--output-dir`).
 `--source mnist_5k` asks the same of 5,000 real MNIST images (4,000 train,
 1,000 test; `keras_msets.data.fetch_mnist_5k`) and their test pairs: the
 preset reads 8x8 digits only, so steps 1-2 run only with `--weights` of a
-counting model for 28x28 images (`mst_recipe.build_counting_model((28,
+counting model for 28x28 images (`mst.build_counting_model((28,
 28, 1))`), steps 3-4 always:
 
     KERAS_BACKEND=tensorflow python benchmarks/mst_counting_ceiling.py \
@@ -52,7 +52,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from keras_msets.data import set_counting
-from keras_msets.zoo import mst_recipe
+from keras_msets.training.tasks import mst
 
 HERE = Path(__file__).resolve().parent
 OUTPUT = HERE / "results" / "mst_counting_ceiling.json"
@@ -76,7 +76,7 @@ def encoder_alone(augmentation, epochs, seed=0, source="digits"):
     test_images, test_labels = set_counting.load_images(source, "test")
     keras.utils.set_random_seed(seed)
     encoder = (
-        mst_recipe.build_counting_model(train_images.shape[1:])
+        mst.build_counting_model(train_images.shape[1:])
         .get_layer("encode")
         .layer
     )
@@ -159,7 +159,7 @@ def _parse(argv):
 def main(argv=None, model=None):
     """Runs the three measurements; returns (and saves) the record.
 
-    `model`: a counting model (`mst_recipe.build_counting_model`) to use
+    `model`: a counting model (`mst.build_counting_model`) to use
     instead of the preset (tests). Without one, and without `--weights`,
     a source other than `"digits"` skips steps 1-2 (`probe`,
     `model_count` and `count_from_probe_labels` are None).
@@ -176,7 +176,7 @@ def main(argv=None, model=None):
         if args.weights is not None:
             model.load_weights(args.weights)
     elif model is None and args.weights is not None:
-        model = mst_recipe.build_counting_model(train_images.shape[1:])
+        model = mst.build_counting_model(train_images.shape[1:])
         model.load_weights(args.weights)
 
     # 1. The probe.
@@ -199,7 +199,7 @@ def main(argv=None, model=None):
         args.test_pairs,
         source=source,
         split="test",
-        seed=mst_recipe.TEST_SEED,
+        seed=mst.TEST_SEED,
         return_info=True,
     )
     truth = targets[:, 0]
@@ -212,7 +212,7 @@ def main(argv=None, model=None):
     simulated = []
     for accuracy in args.image_accuracies:
         scores = [
-            mst_recipe.counting_scores(
+            mst.counting_scores(
                 shared_counts(
                     xi,
                     yi,
@@ -245,12 +245,12 @@ def main(argv=None, model=None):
         # The model's own score, as its card measures it (same pairs).
         "model_count": None
         if model is None
-        else mst_recipe.evaluate_counting(
+        else mst.evaluate_counting(
             model, num=args.test_pairs, source=source
         ),
         "count_from_probe_labels": None
         if model is None
-        else mst_recipe.counting_scores(
+        else mst.counting_scores(
             shared_counts(xi, yi, predicted_labels), truth
         ),
         "simulated": simulated,
@@ -264,7 +264,7 @@ def main(argv=None, model=None):
             }
             for name in args.encoder_augmentations
         ],
-        "paper_mnist": mst_recipe.PAPER_COUNTING_MNIST,
+        "paper_mnist": mst.PAPER_COUNTING_MNIST,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(record, indent=2) + "\n")

@@ -50,7 +50,7 @@ import numpy as np
 from keras_msets.data import mixtures
 from keras_msets.estimators import classical
 from keras_msets.estimators import pretrained
-from keras_msets.zoo import mst_recipe
+from keras_msets.training.tasks import mst
 
 HERE = Path(__file__).resolve().parent
 NAME = "figure2_mst_mutual_information"
@@ -60,11 +60,11 @@ JOINT_DIMS = pretrained.SPECS["mutual_information_joint"].dims
 DIMS = (2, 10, 20)
 RHOS = tuple(np.round(np.linspace(-0.95, 0.95, 21), 4).tolist())
 PAIRS = 20
-SET_SIZE = mst_recipe.DEFAULTS["mutual_information"]["set_size"]
+SET_SIZE = mst.defaults("mutual_information")["set_size"]
 KSG_K = 3
 # Above the recipe's test seeds (TEST_SEED + d, TEST_SEED + 1000 + d) and
 # every training seed (below 2**32).
-SEED = mst_recipe.TEST_SEED + 2000
+SEED = mst.TEST_SEED + 2000
 PAPER_CLAIM = (
     "the model is somewhat worse than KSG and MINE in d = 2 but almost "
     "indistinguishable from the ground truth in d = 10 and 20 (Fig. 2, "

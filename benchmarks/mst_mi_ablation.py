@@ -3,7 +3,7 @@
 The first `mst_mutual_information` preset (App. B settings: the MI itself
 as the target, learning rate 1e-4, 300 batches) learned nothing: at
 d = 2, 10 and 20 it was worse than always answering the median label.
-This script trains the App. B model (`mst_recipe.build_model`) from the
+This script trains the App. B model (`mst.build_model`) from the
 same initial weights on the same batches in each of these variants and
 scores it on fresh test pairs:
 
@@ -16,11 +16,11 @@ scores it on fresh test pairs:
   it can hardly answer a quantity proportional to d otherwise;
 
 each at every learning rate of `--learning-rates`. Training: batches of
-64 pairs in d = 2..20 (`mst_recipe.fit_estimator`, seed 0), as the
+64 pairs in d = 2..20 (`mst.fit_estimator`, seed 0), as the
 recipe. Test: `--test-pairs` fresh pairs per d of `--eval-dims` (the
 recipe's test sets, seed 2**32 + d), mean absolute error in nats beside
 KSG (k = 3) on the same pairs and the best constant (always the median
-test label), as `mst_recipe.evaluate_mutual_information` reports them.
+test label), as `mst.evaluate_mutual_information` reports them.
 
     KERAS_BACKEND=tensorflow python benchmarks/mst_mi_ablation.py \
         --steps 100 --variants per_coordinate total \
@@ -42,7 +42,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_msets.zoo import mst_recipe
+from keras_msets.training.tasks import mst
 
 HERE = Path(__file__).resolve().parent
 OUTPUT = HERE / "results" / "mst_mi_ablation.json"
@@ -84,12 +84,12 @@ def run_variant(variant, learning_rate, args, model_overrides=None):
     """Trains one variant from seed 0 and returns its row."""
     scale, power = VARIANTS[variant]
     keras.utils.set_random_seed(0)
-    model = mst_recipe.build_model(
+    model = mst.build_model(
         "mutual_information",
         scale_output_by_dim=scale,
         **(model_overrides or {}),
     )
-    fit = mst_recipe.fit_estimator(
+    fit = mst.fit_estimator(
         model,
         "mutual_information",
         list(args.train_dims),
@@ -101,7 +101,7 @@ def run_variant(variant, learning_rate, args, model_overrides=None):
         seed=0,
         verbose=0,
     )
-    metrics = mst_recipe.evaluate_mutual_information(
+    metrics = mst.evaluate_mutual_information(
         model, dims=tuple(args.eval_dims), num=args.test_pairs
     )
     return {

@@ -5,7 +5,7 @@ Transformers") compare their Multi-Set Transformer, its variants and
 ablations with single-set and union baselines on three kinds of tasks.
 This script trains every model that `keras_msets.models.
 build_multiset_model` provides on each task with the shared recipe of the
-zoo presets (`keras_msets.zoo.mst_recipe`: App. B settings, fresh batches
+zoo presets (`keras_msets.training.tasks.mst`: App. B settings, fresh batches
 every step through `fit_estimator`, fixed test sets never drawn in
 training) and prints our numbers beside the paper's:
 
@@ -19,7 +19,7 @@ training) and prints our numbers beside the paper's:
   coordinate, feedforward 32) is also trained once per d, on the
   neighbouring dimensions of App. B (1-3 for d = 2, 3-5 for d = 4, 7-9
   for d = 8, 14-18 for d = 16; `--equivariant-dims exact` trains it on d
-  alone). Loss: mean absolute error (`mst_recipe.DEFAULTS`).
+  alone). Loss: mean absolute error (`mst.DEFAULTS`).
 - `--table 4`: synthetic distinguishability (Sec. 5.2.3): are two sets of
   10-30 points in d = 8 drawn from the same Gaussian mixture? Accuracy on
   fresh pairs (`evaluate_two_sample`); latent size 8, hidden size 16,
@@ -42,10 +42,10 @@ training) and prints our numbers beside the paper's:
   (sets of 6-10 drawn from 6-10 classes, App. B's Omniglot CNN and
   settings: 300 pretraining batches, learning rate 1e-4), beside the
   paper's Omniglot column. The source goes to every counting function
-  of `mst_recipe` (`source=`). `mst_recipe.pretrain_encoder` runs whole
+  of `mst` (`source=`). `mst.pretrain_encoder` runs whole
   epochs, `max(1, round(steps * 64 / N))` of them: on Fashion-MNIST's
   60,000 images, 300 steps become one epoch of 938 batches. Every model
-  is wrapped by `mst_recipe.build_counting_model(model_name=...)` (the
+  is wrapped by `mst.build_counting_model(model_name=...)` (the
   source's CNN in a `TimeDistributed` layer, then the set model); the
   dimension-equivariant model is left out (the coordinates of a CNN
   embedding are not exchangeable, and the paper has no such row).
@@ -71,7 +71,7 @@ Differences from the paper, by default:
   d = 2 only, the Single-Set RN at d = 2 and 4) is skipped and listed as
   such, not run. Tables 2 and 4 need less than 2 GB.
   `--gradient-accumulation K` runs each batch as K slices whose gradients
-  Adam averages before one step (`mst_recipe.fit_estimator`): the same
+  Adam averages before one step (`mst.fit_estimator`): the same
   batch-64 gradient in a K-th of the memory (the estimate is divided by
   K), at about the same time per batch. Like `--workers` it is not a
   setting: the numbers are those of K = 1 up to float error and the order
@@ -81,7 +81,7 @@ Differences from the paper, by default:
   d = 16: minutes per step) can be trained in pieces: `--checkpoint-dir
   DIR --checkpoint-steps N` saves the row's weights and optimizer state
   in a folder of its own under DIR every N batches, and the same command
-  run again resumes the row where it stopped (`mst_recipe.fit_estimator`'s
+  run again resumes the row where it stopped (`mst.fit_estimator`'s
   `checkpoint_dir`). The batches are those of an uninterrupted run, so
   these are not settings either; the row records N and how many pieces
   it resumed, and its `train_seconds` add up every piece.
@@ -135,7 +135,7 @@ from complex_order_table2 import _load_previous  # noqa: E402
 from keras_msets.data.set_counting import SOURCES  # noqa: E402
 from keras_msets.models import MULTISET_MODEL_NAMES  # noqa: E402
 from keras_msets.models import build_multiset_model  # noqa: E402
-from keras_msets.zoo import mst_recipe  # noqa: E402
+from keras_msets.training.tasks import mst  # noqa: E402
 
 TABLES = (1, 2, 4)
 TASKS = {1: "kl_divergence", 2: "counting", 4: "two_sample"}
@@ -274,7 +274,7 @@ COUNTING = {
         "label": "Fashion-MNIST, 10 classes (our Omniglot substitute)",
         "image_shape": (28, 28, 1),
         "image_encoder": "omniglot",
-        "filters": mst_recipe.OMNIGLOT_FILTERS,
+        "filters": mst.OMNIGLOT_FILTERS,
         "set_size": (6, 10),
         "pretrain_steps": 300,
         "learning_rate": 1e-4,
@@ -354,7 +354,7 @@ def relation_memory_gb(table, name, kwargs, batch_size):
     latent = kwargs["latent_dim"]
     relation = kwargs.get("relation_dim") or 2 * latent
     task = TASKS[table]
-    n = mst_recipe.DEFAULTS[task]["set_size"][1]
+    n = mst.defaults(task)["set_size"][1]
     values = batch_size * n * n * (relation + latent) * pairs
     return values * kwargs["num_blocks"] * 4 / 2**30
 
@@ -389,7 +389,7 @@ class StepTimer(keras.callbacks.Callback):
 
 def train_dims(args, name, d):
     if args.table == 4:
-        return (mst_recipe.TWO_SAMPLE_DIM,)
+        return (mst.TWO_SAMPLE_DIM,)
     if args.table == 2:
         return None
     if name == "dimension_equivariant" and args.equivariant_dims == "paper":
@@ -400,7 +400,7 @@ def train_dims(args, name, d):
 def run_row(args, name, d, seed):
     """Trains and evaluates one (model, d, seed) row; returns its record."""
     table, task = args.table, TASKS[args.table]
-    defaults = mst_recipe.DEFAULTS[task]
+    defaults = mst.defaults(task)
     batch_size = args.batch_size or defaults["batch_size"]
     learning_rate = args.learning_rate or defaults["learning_rate"]
     source = args.source if table == 2 else None
@@ -416,7 +416,7 @@ def run_row(args, name, d, seed):
         set_size = spec["set_size"]
         set_kwargs = dict(kwargs)
         filters = set_kwargs.pop("filters", None) or spec["filters"]
-        model = mst_recipe.build_counting_model(
+        model = mst.build_counting_model(
             spec["image_shape"],
             filters=tuple(filters),
             name=f"counting_{name}",
@@ -431,7 +431,7 @@ def run_row(args, name, d, seed):
     if table == 2:
         pretrain_steps = args.pretrain_steps or spec["pretrain_steps"]
         start = time.perf_counter()
-        record["pretrain_accuracy"] = mst_recipe.pretrain_encoder(
+        record["pretrain_accuracy"] = mst.pretrain_encoder(
             model,
             steps=pretrain_steps,
             learning_rate=learning_rate,
@@ -440,7 +440,7 @@ def run_row(args, name, d, seed):
         )
         record["pretrain_steps"] = pretrain_steps
         record["pretrain_seconds"] = round(time.perf_counter() - start, 1)
-    fit = mst_recipe.fit_estimator(
+    fit = mst.fit_estimator(
         model,
         task,
         None if dims is None else (dims[0] if len(dims) == 1 else dims),
@@ -459,16 +459,16 @@ def run_row(args, name, d, seed):
     )
     start = time.perf_counter()
     if table == 1:
-        metrics = mst_recipe.evaluate_kl_divergence(
+        metrics = mst.evaluate_kl_divergence(
             model, dims=(d,), num=args.test_size
         )
         ours = {"mae": metrics[f"mae_d{d}"]}
         ours["knn_mae"] = metrics[f"knn_mae_d{d}"]
     elif table == 4:
-        metrics = mst_recipe.evaluate_two_sample(model, num=args.test_size)
+        metrics = mst.evaluate_two_sample(model, num=args.test_size)
         ours = {"accuracy": metrics["accuracy"]}
     else:
-        metrics = mst_recipe.evaluate_counting(
+        metrics = mst.evaluate_counting(
             model, num=args.test_size, source=source
         )
         ours = dict(metrics)
@@ -578,7 +578,7 @@ def grouped(results):
 def summary_lines(args, results):
     """What was run, against the paper's protocol."""
     task = TASKS[args.table]
-    paper_steps = mst_recipe.DEFAULTS[task]["paper_steps"]
+    paper_steps = mst.defaults(task)["paper_steps"]
     steps = sorted({r["steps"] for r in results.values()}) or [args.steps]
     seeds = sorted({r["seed"] for r in results.values()}) or args.seeds
     pretrain = ""
@@ -869,9 +869,9 @@ def parse_args(argv):
     args.dims = {
         1: tuple(args.dims or DEFAULT_DIMS),
         2: (None,),
-        4: (mst_recipe.TWO_SAMPLE_DIM,),
+        4: (mst.TWO_SAMPLE_DIM,),
     }[args.table]
-    args.steps = args.steps or mst_recipe.DEFAULTS[task]["paper_steps"]
+    args.steps = args.steps or mst.defaults(task)["paper_steps"]
     args.test_size = args.test_size or (2000 if args.table == 4 else 1000)
     args.overrides = None
     if args.tiny:
@@ -946,7 +946,7 @@ def merge_files(paths, settings, results, skipped):
 def train_rows(args, results, skipped, save):
     """Trains the rows of `args` missing from `results`; `save` after each."""
     task = TASKS[args.table]
-    batch_size = args.batch_size or mst_recipe.DEFAULTS[task]["batch_size"]
+    batch_size = args.batch_size or mst.defaults(task)["batch_size"]
     for name in sorted(args.models, key=MODEL_ORDER.index):
         for d in args.dims:
             label = name if d is None else f"{name} d={d}"

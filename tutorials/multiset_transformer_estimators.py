@@ -79,7 +79,7 @@ keras.utils.set_random_seed(0)
 rng = np.random.default_rng(2022)
 
 if SMOKE:
-    from keras_msets.zoo import mst_recipe
+    from keras_msets.training.tasks import mst
 
     tiny = dict(
         latent_dim=4,
@@ -89,9 +89,9 @@ if SMOKE:
         pooling="mean",
         decoder_units=[],
     )
-    KL_MODEL = mst_recipe.build_model("kl_divergence", **tiny)
-    MI_MODEL = mst_recipe.build_model("mutual_information", **tiny)
-    TWO_SAMPLE_MODEL = mst_recipe.build_model("two_sample", **tiny)
+    KL_MODEL = mst.build_model("kl_divergence", **tiny)
+    MI_MODEL = mst.build_model("mutual_information", **tiny)
+    TWO_SAMPLE_MODEL = mst.build_model("two_sample", **tiny)
 else:
     KL_MODEL = MI_MODEL = TWO_SAMPLE_MODEL = None  # the zoo presets
 

@@ -83,7 +83,7 @@ class SetRecipe(recipe_lib.Recipe):
             output_dir or recipe_lib.default_output_dir(self.name), overwrite
         )
         if budget.get("checkpoint_dir") is not None:
-            _check_checkpoint_dir(budget["checkpoint_dir"])
+            recipe_lib.check_checkpoint_dir(budget["checkpoint_dir"])
         fits, carried, example = earlier_fits(continue_from)
         path.mkdir(parents=True, exist_ok=True)
         metrics = {}
@@ -103,7 +103,7 @@ class SetRecipe(recipe_lib.Recipe):
                 metrics["earlier_fits"] = fits
                 budget["seed"] += len(fits)
             elif self.start_from is not None:
-                self._load_start(model)
+                self.load_start(model)
                 metrics["pretrain_from"] = str(self.start_from)
             elif getattr(self.task, "pretrain_steps", 0):
                 metrics.update(self.task.pretrain(model, budget))
@@ -134,6 +134,12 @@ class SetRecipe(recipe_lib.Recipe):
         if self.source is not None:
             shutil.copyfile(self.source, path / preset_io.RECIPE_FILE)
         return path
+
+    def load_start(self, model):
+        """Loads the weights of `start_from` (a preset name or folder)
+        into the built `model`."""
+        folder = recipe_lib.preset_folder(self.start_from)
+        model.load_weights(folder / preset_io.WEIGHTS_FILE)
 
     def argument_parser(self):
         budget = self.full_budget()
@@ -188,24 +194,6 @@ class SetRecipe(recipe_lib.Recipe):
         distribution.add_distribution_arguments(parser)
         parser.add_argument("--verbose", type=int, default=2)
         return parser
-
-
-def _check_checkpoint_dir(folder):
-    """A checkpoint folder is never a preset folder nor inside the
-    installed presets (it may exist: a run resumes from it)."""
-    path = Path(folder).resolve()
-    inside = any(
-        path == root or root in path.parents
-        for root in recipe_lib.preset_roots()
-    )
-    if inside or any(
-        (path / f).exists()
-        for f in (preset_io.METADATA_FILE, preset_io.CONFIG_FILE)
-    ):
-        raise ValueError(
-            "`checkpoint_dir` must be outside the installed presets and "
-            f"not a preset folder. Received: checkpoint_dir={str(folder)!r}"
-        )
 
 
 def installed_model(name):

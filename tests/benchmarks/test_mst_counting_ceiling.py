@@ -8,7 +8,7 @@ import pytest
 
 from keras_msets.data import text
 from keras_msets.testing import load_script
-from keras_msets.zoo import mst_recipe
+from keras_msets.training.tasks import mst
 from tests.conftest import write_fake_mnist_5k
 
 SCRIPT = (
@@ -39,7 +39,7 @@ def test_shared_counts_and_corrupt_labels():
 
 def test_ceiling_runs_on_a_tiny_model(tmp_path):
     script = load_script(SCRIPT)
-    model = mst_recipe.build_counting_model(
+    model = mst.build_counting_model(
         filters=(2,),
         latent_dim=4,
         ff_dim=4,
@@ -61,8 +61,8 @@ def test_ceiling_runs_on_a_tiny_model(tmp_path):
     assert poor["accuracy"] < 1.0 and poor["l1"] > 0.0
     assert 0.0 <= record["probe"]["test_accuracy"] <= 1.0
     # The model's own score is on the card's test pairs.
-    _, inputs, targets = mst_recipe.test_set(
-        "counting", 12, None, mst_recipe.TEST_SEED, "digits"
+    _, inputs, targets = mst.test_set(
+        "counting", 12, None, mst.TEST_SEED, "digits"
     )
     answers = model.predict(inputs, verbose=0).reshape(-1)
     truth = np.asarray(targets, "float64").reshape(-1)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_msets.testing import load_script
-from keras_msets.zoo import mst_recipe
+from keras_msets.training.tasks import mst
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_figure2.py"
 TINY = {
@@ -31,12 +31,12 @@ def _load_script():
 
 def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
     script = _load_script()
-    model = mst_recipe.build_model("mutual_information", **TINY)
+    model = mst.build_model("mutual_information", **TINY)
     rhos, pairs, dims = (-0.6, 0.3), 2, (2, 3)
     argv = ["--output", str(tmp_path), "--pairs", str(pairs)]
     argv += ["--dims", *map(str, dims), "--rhos", *map(str, rhos)]
     argv += ["--joint-permutations", "2"]
-    joint = mst_recipe.build_model("mutual_information_joint", **TINY)
+    joint = mst.build_model("mutual_information_joint", **TINY)
     results = script.main(argv, model=model, joint_model=joint)
 
     assert (tmp_path / f"{script.NAME}.png").stat().st_size > 0
@@ -95,7 +95,7 @@ def test_model_estimates_are_what_the_public_function_returns(tmp_path):
     from keras_msets.estimators.pretrained import mutual_information
 
     script = _load_script()
-    model = mst_recipe.build_model("mutual_information", **TINY)
+    model = mst.build_model("mutual_information", **TINY)
     row = script.run_dim(2, (0.5,), 2, model, 64, seed=script.SEED + 2)
     x_sets, y_sets, _, _ = script.figure_data(2, (0.5,), 2, script.SEED + 2)
     for i, (x, y) in enumerate(zip(x_sets, y_sets, strict=True)):

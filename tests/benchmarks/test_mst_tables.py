@@ -19,7 +19,7 @@ import pytest
 from keras_msets.data import text
 from keras_msets.estimators import classical
 from keras_msets.testing import load_script
-from keras_msets.zoo import mst_recipe
+from keras_msets.training.tasks import mst
 from tests.conftest import write_fake_mnist_5k
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_tables.py"
@@ -34,15 +34,15 @@ def test_paper_numbers_and_app_b_widths():
     script = _load_script()
     table1 = script.PAPER_TABLE1
     # The recipe's constants were typed from the same tables.
-    for d, value in mst_recipe.PAPER_KL_MAE.items():
+    for d, value in mst.PAPER_KL_MAE.items():
         assert table1["Multi-Set-Transformer-Equi"][d][0] == value
-        assert table1["KNN"][d] == (mst_recipe.PAPER_KNN_KL_MAE[d], None)
+        assert table1["KNN"][d] == (mst.PAPER_KNN_KL_MAE[d], None)
     assert script.PAPER_TABLE4["Multi-Set Transformer"]["synthetic"][0] == (
-        mst_recipe.PAPER_TWO_SAMPLE_ACCURACY
+        mst.PAPER_TWO_SAMPLE_ACCURACY
     )
     mnist = script.PAPER_TABLE2["Multi-Set Transformer"]["mnist"]
     assert {k: v[0] for k, v in mnist.items()} == (
-        mst_recipe.PAPER_COUNTING_MNIST
+        mst.PAPER_COUNTING_MNIST
     )
     # Every model of the tables has its paper row, except the Equi model
     # in Tables 2 and 4, which the paper does not have.
@@ -113,7 +113,7 @@ def test_table4_rows_paper_column_and_resume(tmp_path, capsys, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("a saved row was trained again")
 
-    monkeypatch.setattr(script.mst_recipe, "fit_estimator", no_training)
+    monkeypatch.setattr(script.mst, "fit_estimator", no_training)
     again = script.main(argv)
     assert "done before" in capsys.readouterr().out
     assert again["results"].keys() == results["results"].keys()
@@ -137,7 +137,7 @@ def test_table1_rows_beside_knn_on_the_same_pairs(tmp_path, capsys):
     # App. B: the equivariant model learns from d = 1-3 for the d = 2 row.
     assert rows["dimension_equivariant"]["train_dims"] == [1, 2, 3]
     assert rows["single_set_deepsets"]["train_dims"] == [2]
-    _, inputs, labels = mst_recipe.test_set("kl_divergence", 4, 2)
+    _, inputs, labels = mst.test_set("kl_divergence", 4, 2)
     knn = classical.knn_kl_divergence_sets(
         *inputs["sets"], *inputs["masks"], k=1
     )
@@ -178,14 +178,14 @@ def test_table2_on_another_source(
     write_fake_mnist_5k(tmp_path / "data", per_class=40)
     monkeypatch.setenv(text.DATA_HOME_ENV, str(tmp_path / "data"))
     sources = []
-    pretrain = mst_recipe.pretrain_encoder
+    pretrain = mst.pretrain_encoder
 
     def fast_pretrain(model, **kwargs):
         # One epoch of the training images in batches of 4,096, not 64.
         sources.append((kwargs["source"], kwargs["steps"]))
         return pretrain(model, **dict(kwargs, batch_size=4096))
 
-    monkeypatch.setattr(script.mst_recipe, "pretrain_encoder", fast_pretrain)
+    monkeypatch.setattr(script.mst, "pretrain_encoder", fast_pretrain)
     output = tmp_path / "table2.json"
     argv = ["--table", "2", "--source", source]
     argv += ["--models", "single_set_deepsets", "--test-size", "4"]
@@ -194,7 +194,7 @@ def test_table2_on_another_source(
     script.main(argv)
 
     assert sources == [(source, 1)]
-    assert mst_recipe.COUNTING_SOURCE == "digits"  # nobody changes it
+    assert mst.COUNTING_SOURCE == "digits"  # nobody changes it
     saved = json.loads(output.read_text())
     assert saved["settings"]["numbers"]["source"] == source
     (row,) = saved["results"]

@@ -10,10 +10,10 @@ import numpy as np
 
 import keras_msets
 from keras_msets import zoo
-from keras_msets.zoo import mst_recipe
+from keras_msets.training.tasks import mst
 
 # Seeds of these checks: above the cards' (2**32 + d, d <= 20).
-SEED = mst_recipe.TEST_SEED + 5000
+SEED = mst.TEST_SEED + 5000
 
 
 def test_two_sample_preset_matches_its_card_on_fresh_pairs():
@@ -73,7 +73,7 @@ def test_count_shared_digits_preset_matches_its_card_on_fresh_pairs():
 
 def test_mutual_information_preset_matches_its_card_and_beats_ksg():
     card = zoo.info("mst_mutual_information")["metrics"]
-    metrics = mst_recipe.evaluate_mutual_information(
+    metrics = mst.evaluate_mutual_information(
         zoo.load("mst_mutual_information"), dims=(10, 20), num=100, seed=SEED
     )
     for d in (10, 20):
@@ -120,7 +120,7 @@ def test_mutual_information_grows_with_the_correlation():
 def test_joint_mutual_information_preset_matches_its_card():
     name = "mst_mutual_information_joint"
     card = zoo.info(name)["metrics"]
-    metrics = mst_recipe.evaluate_mutual_information(
+    metrics = mst.evaluate_mutual_information(
         zoo.load(name),
         dims=(2, 8),
         num=100,
@@ -162,10 +162,10 @@ def test_low_d_kl_preset_matches_its_card_and_beats_the_general_one():
     name = "mst_kl_divergence_low_d"
     card = zoo.info(name)["metrics"]
     dims = (1, 2)
-    low_d = mst_recipe.evaluate_kl_divergence(
+    low_d = mst.evaluate_kl_divergence(
         zoo.load(name), dims=dims, num=200, seed=SEED
     )
-    general = mst_recipe.evaluate_kl_divergence(
+    general = mst.evaluate_kl_divergence(
         zoo.load("mst_kl_divergence"), dims=dims, num=200, seed=SEED
     )
     for d in dims:

@@ -13,6 +13,8 @@ dimensions), `workers`, `checkpoint_dir` and `checkpoint_steps` (a
 resumable run, `set_batches.fit_sets`).
 """
 
+import textwrap
+
 import keras
 import numpy as np
 
@@ -344,11 +346,15 @@ on {backend}. This run again:
 
 {again}"""
         runs = "\n".join(
-            f"- run {k}: {f['steps']:,} batches of {f['batch_size']} fresh "
-            "pairs, "
-            f"learning rate {f['learning_rate']:g}, batch seed {f['seed']}, "
-            f"{f['seconds']:.0f} s ({f['steps_per_second']:.3f} steps/s) on "
-            f"{f.get('backend', backend)}"
+            textwrap.fill(
+                f"- run {k}: {f['steps']:,} batches of {f['batch_size']} "
+                f"fresh pairs, learning rate {f['learning_rate']:g}, batch "
+                f"seed {f['seed']}, {f['seconds']:.0f} s "
+                f"({f['steps_per_second']:.3f} steps/s) on "
+                f"{f.get('backend', backend)}",
+                76,
+                subsequent_indent="  ",
+            )
             for k, f in enumerate(fits, 1)
         )
         commands = []
