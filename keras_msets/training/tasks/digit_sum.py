@@ -126,16 +126,13 @@ class DigitSumTask(Task):
         optimizer.exclude_from_weight_decay(var_list=self._no_decay)
         return optimizer
 
-    def compile_arguments(self, budget):
-        arguments = super().compile_arguments(budget)
-        arguments["metrics"] = None
-        return arguments
-
     def fit(self, model, budget, output_dir, verbose=2):
         decay = budget.get("readout_weight_decay")
         if decay:
-            # Decay only the readout's weights: build the model first, so
-            # that `optimizer` can name the others.
+            # Decay only the readout's weights: build the model first (from
+            # the seed, as `fit` would), so that `optimizer` can name the
+            # others.
+            keras.utils.set_random_seed(budget["seed"])
             model(data.make_digit_sum(2, 1, 2, seed=0)[0])
             self._no_decay = [
                 w for w in model.trainable_weights if "readout" not in w.path
