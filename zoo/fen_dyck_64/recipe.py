@@ -1,8 +1,11 @@
 """Recipe of `fen_dyck_64`: a FEN says whether 64 brackets are balanced.
 
-Paper's local training plus two remedies of ours (a 16 -> 32 -> 64
-curriculum, an auxiliary token-count loss); `keras_msets.training.tasks.
-DyckTask`. `KERAS_BACKEND=jax python zoo/fen_dyck_64/recipe.py --help`.
+The paper's local training plus two remedies of ours: a curriculum over
+length (16, 32, then 64 brackets; `keras_msets.training.fen_curriculum`)
+and an auxiliary token-count loss. The task: `keras_msets.training.tasks.
+DyckTask`. Re-run it with
+
+    KERAS_BACKEND=jax python zoo/fen_dyck_64/recipe.py --help
 """
 
 from keras_msets.models import FusionEncoderNetwork
@@ -44,12 +47,14 @@ RECIPE = OptionsRecipe(
     f"that says whether a string of {LENGTH} brackets is balanced.",
     text="It is, as far as we know, the first trained FEN: the paper's "
     "authors never implemented the method.",
-    model_options=(
+    model_options=(  # the experiments of benchmarks/RESULTS.md
         ("--encoding-activation", {"help": '"tanh" (preset) or "linear"'}),
-        ("--rate-power", {"type": float, "help": "0 (preset): uniform"}),
+        ("--rate-power", {"type": float, "help": "segment rates ~ length**p"}),
         ("--token-count-loss-weight", {"type": float, "help": "0: paper's"}),
     ),
-    budget_options=(("--last-learning-rate", {"type": float}),),
+    budget_options=(
+        ("--last-learning-rate", {"type": float, "help": "preset: 3e-4"}),
+    ),
     source=__file__,
 )
 
