@@ -1,0 +1,105 @@
+"""Checks of tensor inputs (dtypes, ranks, token ids, masks) for layers.
+
+Static properties (dtype, rank) are checked on every call, symbolic or
+not. Values (the range of token ids) can only be checked where they are
+known: in eager calls (`layer(x)`, `model(x)`, every torch call) and on the
+numpy inputs of `predict` (the models of `keras_msets.models` check those
+before Keras compiles the step). Inside a compiled graph (a `tf.function`
+or `jax.jit` trace) the values are unknown and `check_token_ids` lets them
+pass: a compiled step cannot raise on data.
+"""
+
+import keras
+import numpy as np
+
+
+def concrete_value(x):
+    """`x` as a numpy array if its values are known now, else None.
+
+    None for symbolic `KerasTensor`s and for tensors being traced into a
+    compiled graph (a TensorFlow graph tensor, a JAX tracer), whose values
+    do not exist yet.
+    """
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (int, float, list, tuple)):
+        return np.asarray(x)
+    if isinstance(x, keras.KerasTensor):
+        return None
+    try:
+        return np.asarray(keras.ops.convert_to_numpy(x))
+    except Exception:  # noqa: BLE001 - graph tensors and tracers have no value
+        return None
+
+
+def dtype_of(x):
+    """The standardised dtype name of a tensor or array."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(x).dtype
+    return keras.backend.standardize_dtype(dtype)
+
+
+def check_integer_dtype(name, x):
+    """A `TypeError` unless `x` holds integers (token ids, not floats)."""
+    dtype = dtype_of(x)
+    if "int" not in dtype:
+        raise TypeError(
+            f"`{name}` must hold integer token ids (an int dtype; float ids "
+            f"would be truncated). Received: {name} with dtype={dtype}"
+        )
+
+
+def check_token_ids(name, ids, vocabulary_size, size_name="vocabulary_size"):
+    """Checks that token ids are integers in `[0, vocabulary_size)`.
+
+    The dtype is always checked; the values wherever they are known (see
+    the module docstring). A negative id or one `>= vocabulary_size` would
+    otherwise be read as another token (a negative index wraps around) or
+    give NaN, without an error.
+
+    Returns:
+        `ids`, unchanged.
+    """
+    check_integer_dtype(name, ids)
+    values = concrete_value(ids)
+    if values is None or values.size == 0:
+        return ids
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= vocabulary_size:
+        raise ValueError(
+            f"`{name}` must hold token ids in [0, {vocabulary_size - 1}] "
+            f"({size_name}={vocabulary_size}). Received: {name} with ids "
+            f"from {low} to {high}"
+        )
+    return ids
+
+
+def check_mask(name, mask, shape):
+    """Checks a boolean mask against the `[batch, n]` shape it must have.
+
+    `shape` is the expected shape (entries may be None, unknown). Returns
+    the mask as a boolean tensor, or None.
+    """
+    if mask is None:
+        return None
+    dtype = dtype_of(mask)
+    if dtype not in ("bool",) and "int" not in dtype and "float" not in dtype:
+        raise TypeError(
+            f"`{name}` must be a boolean tensor. Received: {name} with "
+            f"dtype={dtype}"
+        )
+    mask_shape = tuple(mask.shape)
+    shape = tuple(shape)
+    compatible = len(mask_shape) == len(shape) and all(
+        a is None or b is None or a == b
+        for a, b in zip(mask_shape, shape, strict=True)
+    )
+    if not compatible:
+        raise ValueError(
+            f"`{name}` must have shape {shape} (one entry per element). "
+            f"Received: {name}.shape={mask_shape}"
+        )
+    if dtype != "bool":
+        mask = keras.ops.cast(mask, "bool")
+    return mask
