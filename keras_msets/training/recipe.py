@@ -296,7 +296,13 @@ class Recipe:
         parser.add_argument(
             "--steps",
             type=int,
-            help=f"batches per epoch (default {budget['steps']})",
+            help="batches per epoch (default: "
+            + (
+                "the whole training set"
+                if budget["steps"] is None
+                else str(budget["steps"])
+            )
+            + ")",
         )
         parser.add_argument(
             "--batch-size", type=int, help=f"default {budget['batch_size']}"
