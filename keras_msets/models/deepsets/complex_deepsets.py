@@ -3,12 +3,13 @@ import keras
 from keras_msets.layers.diagonal_multiset_automaton import (
     DiagonalMultisetAutomaton,
 )
+from keras_msets.models._id_inputs import TokenIdInputs
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexDeepSets(keras.Model):
+class ComplexDeepSets(TokenIdInputs, keras.Model):
     """Complex DeepSets: a diagonal complex multiset automaton and a readout.
 
     The model of DeBenedetto & Chiang (Sec. 5.1): three embeddings of

@@ -1,11 +1,12 @@
 import keras
 
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
+from keras_msets.models._id_inputs import TokenIdInputs
 from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class DeepSets(keras.Model):
+class DeepSets(TokenIdInputs, keras.Model):
     """DeepSets for sets of tokens: embed, transform, sum, read out.
 
     The digit-sum model of Zaheer et al. (2017) used as the baseline of

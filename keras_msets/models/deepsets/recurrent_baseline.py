@@ -1,5 +1,6 @@
 import keras
 
+from keras_msets.models._id_inputs import TokenIdInputs
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
@@ -9,7 +10,7 @@ DEFAULT_UNITS = {"lstm": 50, "gru": 80}
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class RecurrentBaseline(keras.Model):
+class RecurrentBaseline(TokenIdInputs, keras.Model):
     """An LSTM or GRU read of a token sequence: the order-aware baselines.
 
     The LSTM and GRU models that DeBenedetto & Chiang (Sec. 5.1, Fig. 1) take

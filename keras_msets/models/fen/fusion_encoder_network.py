@@ -9,6 +9,7 @@ import numpy as np
 from keras import ops
 
 from keras_msets.layers.grouped_mlp import GroupedMLP
+from keras_msets.models._id_inputs import TokenIdInputs
 from keras_msets.models.fen.local_objective import LocalFusionObjective
 from keras_msets.models.fen.local_objective import segment_token_counts
 from keras_msets.models.fen.segments import FusionSegments
@@ -36,7 +37,7 @@ def _runs(groups):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class FusionEncoderNetwork(keras.Model):
+class FusionEncoderNetwork(TokenIdInputs, keras.Model):
     """Fusion Encoder Network: a sequence model trained segment by segment.
 
     Every segment `(i, j)` of the set S of `FusionSegments` gets an encoding
@@ -245,6 +246,8 @@ class FusionEncoderNetwork(keras.Model):
                 "`inputs` must be token ids of shape (batch, "
                 f"{self.sequence_length}). Received: inputs.shape={shape}"
             )
+        # Id `vocabulary_size` is the learned padding token: not an input.
+        self._check_token_ids(inputs)
         return ops.cast(inputs, "int32")
 
     # The training arguments live in the objective; read them here.

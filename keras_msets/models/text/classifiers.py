@@ -23,6 +23,7 @@ from keras_msets.layers.masked_set_pooling import MaskedSetPooling
 from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
 from keras_msets.layers.position_embeddings import is_complex_variant
 from keras_msets.layers.position_embeddings import make_text_embedding
+from keras_msets.models._id_inputs import TokenIdInputs
 from keras_msets.models.text.text_layers import ComplexConcatenate
 from keras_msets.models.text.text_layers import MaskedConv1D
 from keras_msets.utils.validation import check_bool
@@ -68,7 +69,7 @@ def _keras_hub():
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class TextClassifier(keras.Model):
+class TextClassifier(TokenIdInputs, keras.Model):
     """FastText, CNN, LSTM or Transformer on a real or complex embedding.
 
     The text classifiers of Wang et al. (Sec. 3.1, Table 2): four network
