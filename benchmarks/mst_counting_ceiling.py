@@ -245,9 +245,7 @@ def main(argv=None, model=None):
         # The model's own score, as its card measures it (same pairs).
         "model_count": None
         if model is None
-        else mst.evaluate_counting(
-            model, num=args.test_pairs, source=source
-        ),
+        else mst.evaluate_counting(model, num=args.test_pairs, source=source),
         "count_from_probe_labels": None
         if model is None
         else mst.counting_scores(

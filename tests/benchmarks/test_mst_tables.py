@@ -41,9 +41,7 @@ def test_paper_numbers_and_app_b_widths():
         mst.PAPER_TWO_SAMPLE_ACCURACY
     )
     mnist = script.PAPER_TABLE2["Multi-Set Transformer"]["mnist"]
-    assert {k: v[0] for k, v in mnist.items()} == (
-        mst.PAPER_COUNTING_MNIST
-    )
+    assert {k: v[0] for k, v in mnist.items()} == (mst.PAPER_COUNTING_MNIST)
     # Every model of the tables has its paper row, except the Equi model
     # in Tables 2 and 4, which the paper does not have.
     for table in script.TABLES:

@@ -9,6 +9,7 @@ themselves, must answer sensibly on data with a known answer.
 import numpy as np
 
 import keras_msets
+import keras_msets.estimators  # noqa: F401 (keras_msets.estimators.*)
 from keras_msets import zoo
 from keras_msets.training.tasks import mst
 
@@ -18,8 +19,9 @@ SEED = mst.TEST_SEED + 5000
 
 def test_two_sample_preset_matches_its_card_on_fresh_pairs():
     card = zoo.info("mst_two_sample")["metrics"]
-    metrics = zoo.load_recipe("mst_two_sample").evaluate(
-        zoo.load("mst_two_sample"), verbose=0, num=400, seed=SEED
+    task = zoo.load_recipe("mst_two_sample").RECIPE.task
+    metrics = task.evaluate_pairs(
+        zoo.load("mst_two_sample"), num=400, seed=SEED
     )
     # 400 pairs: the standard error of an accuracy near 0.7 is 0.023.
     assert abs(metrics["accuracy"] - card["accuracy"]) <= 0.07, (metrics, card)
@@ -64,8 +66,9 @@ def test_kl_divergence_grows_with_the_shift_between_two_gaussians():
 
 def test_count_shared_digits_preset_matches_its_card_on_fresh_pairs():
     card = zoo.info("mst_count_shared_digits")["metrics"]
-    metrics = zoo.load_recipe("mst_count_shared_digits").evaluate(
-        zoo.load("mst_count_shared_digits"), verbose=0, num=300, seed=SEED
+    task = zoo.load_recipe("mst_count_shared_digits").RECIPE.task
+    metrics = task.evaluate_counts(
+        zoo.load("mst_count_shared_digits"), num=300, seed=SEED
     )
     assert abs(metrics["accuracy"] - card["accuracy"]) <= 0.09, (metrics, card)
     assert abs(metrics["l1"] - card["l1"]) <= 0.12, (metrics, card)
