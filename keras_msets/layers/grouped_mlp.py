@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_msets.ops.checks import check_token_ids
 from keras_msets.utils.validation import check_int_list
 from keras_msets.utils.validation import check_positive_int
 from keras_msets.utils.validation import is_int
@@ -50,6 +51,8 @@ class GroupedMLP(keras.layers.Layer):
     inputs shorter than `pad_to` are right-padded with the id
     `vocabulary_size`, which has its own learned row: the learned padding
     token of a Fusion Encoder Network whose length is not a power of two.
+    Input ids must be integers in `[0, vocabulary_size)` (checked where
+    their values are known, see `keras_msets.ops.checks`).
 
     Args:
         units: list of positive integers, the widths of the layers; the
@@ -202,6 +205,8 @@ class GroupedMLP(keras.layers.Layer):
 
     def apply_groups(self, inputs, groups):
         if self.vocabulary_size is not None:
+            # Id `vocabulary_size` is the padding row: never an input.
+            check_token_ids("inputs", inputs, self.vocabulary_size)
             ids = self._pad(ops.cast(inputs, "int32"))
             rows = ids.shape[1]
             plan = _group_plan(groups, rows, self.num_groups)

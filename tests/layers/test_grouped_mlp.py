@@ -111,3 +111,17 @@ class GroupedMLPTest(testing.TestCase):
             mlp(np.zeros((1, 2, 2), "float32"))
         with pytest.raises(ValueError, match=r"lie in \[0, 3\)"):
             mlp.apply_groups(np.zeros((1, 2, 2), "float32"), [0, 3])
+
+    def test_token_ids_are_checked(self):
+        # Id 3 is the learned padding row, never an input; a negative id
+        # would wrap around to another row.
+        mlp = layers.GroupedMLP([2], num_groups=4, vocabulary_size=3, pad_to=4)
+        for bad, low, high in (([[0, 1, 3]], 0, 3), ([[0, -1, 2]], -1, 2)):
+            with pytest.raises(ValueError) as info:
+                mlp(np.array(bad, "int32"))
+            assert (
+                "`inputs` must hold token ids in [0, 2] (vocabulary_size=3). "
+                f"Received: inputs with ids from {low} to {high}"
+            ) in str(info.value)
+        with pytest.raises(TypeError, match="`inputs` must hold integer"):
+            mlp.apply_groups(np.array([[0.0, 1.9, 2.0]]), np.arange(4))

@@ -1,9 +1,12 @@
+import re
+
 import keras
 import numpy as np
 import pytest
 
 from keras_msets import models
 from keras_msets import testing
+from keras_msets import zoo
 
 
 def _digits(batch=6, length=10, seed=0):
@@ -112,3 +115,78 @@ class DeepSetsModelsTest(testing.TestCase):
     def test_golden(self):
         self.assert_golden("complex_deepsets")
         self.assert_golden("deepsets")
+
+
+def _id_error(name, low, high, vocabulary_size=10):
+    return re.escape(
+        f"`{name}` must hold token ids in [0, {vocabulary_size - 1}] "
+        f"(vocabulary_size={vocabulary_size}). Received: {name} with ids "
+        f"from {low} to {high}"
+    )
+
+
+ID_MODELS = {
+    "complex_deepsets": lambda: models.ComplexDeepSets(num_states=4),
+    "deepsets": lambda: models.DeepSets(embedding_dim=4, hidden_units=3),
+    "gru": lambda: models.RecurrentBaseline("gru", embedding_dim=4, units=3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ID_MODELS))
+def test_token_ids_are_checked_before_every_step(name):
+    # On TensorFlow and JAX `predict`, `evaluate` and `fit` run compiled
+    # steps that cannot check values: a negative id would wrap around to
+    # another token and a too large one be clipped or fail in the backend.
+    model = ID_MODELS[name]()
+    model.compile(optimizer="sgd", loss="mse")
+    y = np.zeros((1, 1), "float32")
+    good = np.array([[3, 4, 1, 0]], "int32")
+    before = [keras.ops.convert_to_numpy(w) for w in model.weights]
+    for bad, low, high in (([[3, 4, -1, 0]], -1, 4), ([[3, 10, 0, 0]], 0, 10)):
+        bad = np.array(bad, "int32")
+        with pytest.raises(ValueError, match=_id_error("inputs", low, high)):
+            model(bad)
+        steps = [
+            lambda bad=bad: model.predict(bad, verbose=0),
+            lambda bad=bad: model.predict(bad.tolist(), verbose=0),
+            lambda bad=bad: model.predict(
+                keras.ops.convert_to_tensor(bad), verbose=0
+            ),
+            lambda bad=bad: model.predict_on_batch(bad),
+            lambda bad=bad: model.evaluate(bad, y, verbose=0),
+            lambda bad=bad: model.test_on_batch(bad, y),
+            lambda bad=bad: model.train_on_batch(bad, y),
+            lambda bad=bad: model.fit(bad, y, verbose=0),
+        ]
+        for step in steps:
+            with pytest.raises(ValueError, match=_id_error("x", low, high)):
+                step()
+        with pytest.raises(
+            ValueError, match=_id_error("x['tokens']", low, high)
+        ):
+            model.predict({"tokens": bad}, verbose=0)
+        with pytest.raises(
+            ValueError, match=_id_error("validation_data", low, high)
+        ):
+            model.fit(good, y, validation_data=(bad, y), verbose=0)
+    # Nothing ran: no step trained on the refused ids.
+    for old, new in zip(before, model.weights, strict=True):
+        np.testing.assert_array_equal(old, keras.ops.convert_to_numpy(new))
+    # Float ids would be truncated (3.9 read as 3).
+    floats = good.astype("float32") + 0.9
+    with pytest.raises(TypeError, match="`inputs` must hold integer"):
+        model(floats)
+    with pytest.raises(TypeError, match="`x` must hold integer"):
+        model.predict(floats, verbose=0)
+    # Valid ids still go through every path.
+    expected = keras.ops.convert_to_numpy(model(good))
+    np.testing.assert_allclose(model.predict(good, verbose=0), expected)
+    np.testing.assert_allclose(model.predict_on_batch(good), expected)
+
+
+def test_units_digit_preset_refuses_ids_outside_its_vocabulary():
+    model = zoo.load("complex_deepsets_units_digit")
+    with pytest.raises(ValueError, match=_id_error("x", -1, 4)):
+        model.predict(np.array([[3, 4, -1, 0]]), verbose=0)
+    with pytest.raises(ValueError, match=_id_error("x", 0, 12)):
+        model.predict(np.array([[3, 4, 12, 0]]), verbose=0)

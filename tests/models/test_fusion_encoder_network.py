@@ -1,3 +1,5 @@
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -473,6 +475,54 @@ class FusionEncoderNetworkTest(TestCase):
         model = _small()
         with pytest.raises(ValueError, match=r"inputs.shape=\(2, 5\)"):
             model(np.zeros((2, 5), "int32"))
+
+    def test_token_ids_are_checked(self):
+        # Length 6 is padded to 8 with the learned padding token, id 3
+        # (= vocabulary_size): an input id 3 would be read as padding, and
+        # a negative one wrap around to another row.
+        model = _small(sequence_length=6)
+        model(np.zeros((1, 6), "int32"))
+        model.compile(optimizer="sgd", loss="binary_crossentropy")
+        y = np.zeros((1, 1), "float32")
+        before = [keras.ops.convert_to_numpy(w) for w in model.weights]
+        for bad, low, high in (
+            ([[1, 2, 3, 1, 0, 0]], 0, 3),
+            ([[1, 2, -1, 1, 0, 0]], -1, 2),
+        ):
+            bad = np.array(bad, "int32")
+
+            def message(name, low=low, high=high):
+                return re.escape(
+                    f"`{name}` must hold token ids in [0, 2] "
+                    f"(vocabulary_size=3). Received: {name} with ids from "
+                    f"{low} to {high}"
+                )
+
+            for call in (
+                model,
+                model.segment_outputs,
+                model.encodings,
+                model.segment_token_counts,
+                model.fuse(),
+            ):
+                with pytest.raises(ValueError, match=message("inputs")):
+                    call(bad)
+            for step in (
+                lambda bad=bad: model.predict(bad, verbose=0),
+                lambda bad=bad: model.predict_on_batch(bad),
+                lambda bad=bad: model.evaluate(bad, y, verbose=0),
+                lambda bad=bad: model.fit(bad, y, verbose=0),
+                lambda bad=bad: model.train_on_batch(bad, y),
+            ):
+                with pytest.raises(ValueError, match=message("x")):
+                    step()
+        for old, new in zip(before, model.weights, strict=True):
+            self.assertAllClose(old, keras.ops.convert_to_numpy(new))
+        floats = np.array([[1.9, 2.0, 0.0, 1.0, 0.0, 0.0]], "float32")
+        with pytest.raises(TypeError, match="`inputs` must hold integer"):
+            model(floats)
+        with pytest.raises(TypeError, match="`x` must hold integer"):
+            model.predict(floats, verbose=0)
 
     def test_length_one_and_two(self):
         for length in [1, 2, 3]:
