@@ -17,8 +17,9 @@ class MaskedSetPooling(keras.layers.Layer):
 
     The permutation-invariant pooling of DeepSets (Zaheer et al., 2017): a
     sum (or mean, max, product) over the valid elements of each set. Padded
-    elements never change the result. An all-masked (empty) set gives the
-    empty sum 0, mean 0, max 0 or the empty product 1.
+    elements never change the result. An empty set, all-masked or with
+    `set_size` 0, gives the empty sum 0, mean 0, max 0 or the empty
+    product 1.
 
     Args:
         reduction: one of `"sum"` (default, as in DeepSets), `"mean"`,

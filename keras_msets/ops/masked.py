@@ -154,8 +154,9 @@ def masked_sum(x, mask=None, axis=1, keepdims=False):
 def masked_mean(x, mask=None, axis=1, keepdims=False):
     """Averages the valid elements of each set along `axis`.
 
-    An all-masked set gives 0 (the division by its zero count is guarded,
-    so neither the value nor the gradient is `NaN`).
+    An all-masked set, or an empty set axis (`set_size` 0), gives 0 (the
+    division by its zero count is guarded, so neither the value nor the
+    gradient is `NaN`).
 
     Args:
         x: floating tensor of shape `[batch, set_size, ...]`.
@@ -178,7 +179,13 @@ def masked_mean(x, mask=None, axis=1, keepdims=False):
         x = ops.cast(x, "float32")
     axis = _normalize_axis(axis, len(x.shape))
     if mask is None:
-        return ops.mean(x, axis=axis, keepdims=keepdims)
+        if x.shape[axis]:
+            return ops.mean(x, axis=axis, keepdims=keepdims)
+        # An empty or run-time set axis: its length may be 0, and a plain
+        # mean would divide by it.
+        total = ops.sum(x, axis=axis, keepdims=keepdims)
+        count = ops.cast(ops.shape(x)[axis], x.dtype)
+        return total / ops.maximum(count, 1)
     mask = expand_mask(mask, x, axis)
     total = ops.sum(
         ops.where(mask, x, ops.zeros_like(x)), axis=axis, keepdims=keepdims
@@ -191,8 +198,17 @@ def _masked_extremum(x, mask, axis, keepdims, largest):
     x = ops.convert_to_tensor(x)
     axis = _normalize_axis(axis, len(x.shape))
     reduce = ops.max if largest else ops.min
+    if x.shape[axis] == 0:
+        # No element at all: the value of an all-masked set, 0 (a max over
+        # an empty axis is an error on some backends).
+        return ops.sum(x, axis=axis, keepdims=keepdims)
     if mask is None:
-        return reduce(x, axis=axis, keepdims=keepdims)
+        result = reduce(x, axis=axis, keepdims=keepdims)
+        if x.shape[axis] is not None:
+            return result
+        # A run-time length that may be 0 (TensorFlow then gives -inf).
+        nonempty = ops.greater(ops.shape(x)[axis], 0)
+        return ops.where(nonempty, result, ops.zeros_like(result))
     mask = expand_mask(mask, x, axis)
     dtype = standardize_dtype(x.dtype)
     if dtype == "bool":
@@ -214,10 +230,10 @@ def _masked_extremum(x, mask, axis, keepdims, largest):
 def masked_max(x, mask=None, axis=1, keepdims=False):
     """Takes the maximum over the valid elements of each set along `axis`.
 
-    An all-masked set gives 0. The gradient flows only to the valid element
-    that attains the maximum (split evenly between exact ties, as the
-    backend's own `max` does); padded elements and all-masked sets get a
-    zero gradient, never `NaN`.
+    An all-masked set, or an empty set axis (`set_size` 0), gives 0. The
+    gradient flows only to the valid element that attains the maximum
+    (split evenly between exact ties, as the backend's own `max` does);
+    padded elements and all-masked sets get a zero gradient, never `NaN`.
 
     Args:
         x: tensor of shape `[batch, set_size, ...]`.
@@ -241,9 +257,9 @@ def masked_max(x, mask=None, axis=1, keepdims=False):
 def masked_min(x, mask=None, axis=1, keepdims=False):
     """Takes the minimum over the valid elements of each set along `axis`.
 
-    An all-masked set gives 0. The gradient flows only to the valid element
-    that attains the minimum; padded elements and all-masked sets get a
-    zero gradient, never `NaN`.
+    An all-masked set, or an empty set axis (`set_size` 0), gives 0. The
+    gradient flows only to the valid element that attains the minimum;
+    padded elements and all-masked sets get a zero gradient, never `NaN`.
 
     Args:
         x: tensor of shape `[batch, set_size, ...]`.

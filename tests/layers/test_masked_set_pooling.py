@@ -63,6 +63,14 @@ class MaskedSetPoolingTest(testing.TestCase):
             self.assert_permutation_invariant(fn, x, mask)
             self.assert_padding_invariant(fn, x, mask)
 
+    def test_empty_sets_give_the_documented_value(self):
+        # set_size 0 (no mask) is the same empty set as an all-masked one.
+        empty = np.zeros((2, 0, 3), "float32")
+        for reduction, (_, value) in NUMPY.items():
+            out = layers.MaskedSetPooling(reduction)(empty)
+            self.assertEqual(tuple(out.shape), (2, 3))
+            self.assertAllEqual(out, np.full((2, 3), value))
+
     def test_keras_mask_from_embedding(self):
         ids = np.array([[1, 2, 0, 0], [3, 0, 0, 0]], "int32")
         tokens = keras.Input((None,), dtype="int32")

@@ -166,6 +166,19 @@ def test_all_masked_sets_give_documented_value():
         np.testing.assert_allclose(out[2], x[2, 1], rtol=1e-6, err_msg=name)
 
 
+def test_empty_set_axis_gives_documented_value():
+    # set_size 0, with or without a mask: the value of an all-masked set
+    # (a plain mean would divide by 0, a plain max has no identity).
+    x = np.zeros((2, 0, 3), "float32")
+    for name, fn in REDUCTIONS.items():
+        for mask in (None, np.zeros((2, 0), bool)):
+            out = np_(fn(x, mask))
+            assert out.shape == (2, 3), name
+            np.testing.assert_array_equal(out, EMPTY_VALUE[name], name)
+        out = np_(fn(x, None, keepdims=True))
+        assert out.shape == (2, 1, 3), name
+
+
 def test_masked_count():
     mask = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1]], bool)
     out = msets_ops.masked_count(mask)
