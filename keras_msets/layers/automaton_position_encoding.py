@@ -225,12 +225,16 @@ class AutomatonPositionEncoding(keras.layers.Layer):
         self.max_wavelength = max_wavelength
         self.supports_masking = True
 
-    def build(self, input_shape):
-        if len(input_shape) < 2:
+    def _check_rank(self, shape):
+        if len(shape) < 3:
             raise ValueError(
-                "`inputs` must have shape [batch, length, hidden_dim]. "
-                f"Received: input_shape={tuple(input_shape)}"
+                "`inputs` must have shape [batch, length, hidden_dim] (the "
+                "embeddings the encodings are added to). Received: "
+                f"inputs.shape={tuple(shape)}"
             )
+
+    def build(self, input_shape):
+        self._check_rank(input_shape)
         hidden_dim = input_shape[-1]
         if hidden_dim is None:
             raise ValueError(
@@ -283,6 +287,7 @@ class AutomatonPositionEncoding(keras.layers.Layer):
             )
 
     def call(self, inputs, start_index=0):
+        self._check_rank(inputs.shape)
         shape = ops.shape(inputs)
         length = inputs.shape[-2]
         if length is None:
@@ -365,6 +370,7 @@ class AutomatonPositionEncoding(keras.layers.Layer):
         )
 
     def compute_output_shape(self, input_shape):
+        self._check_rank(input_shape)
         return tuple(input_shape)
 
     def get_config(self):

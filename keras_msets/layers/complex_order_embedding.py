@@ -3,6 +3,7 @@ import numpy as np
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.ops.checks import check_token_ids
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
@@ -110,7 +111,15 @@ class ComplexOrderEmbedding(keras.layers.Layer):
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: integer token ids `[batch, length]`.
+        inputs: integer token ids `[batch, length]` in `[0, input_dim)`.
+            Another rank raises a `ValueError` (positions count along axis
+            1) and float ids a `TypeError` (they would be truncated), on
+            every call. Ids out of range (a negative id would wrap around
+            to the last words, a too large one gives NaN or an index error)
+            raise a `ValueError` wherever their values are known: in eager
+            calls (every PyTorch call; TensorFlow and JAX outside a compiled
+            function). Inside a compiled graph (`tf.function`, `jax.jit`,
+            `fit`) the values do not exist yet and cannot be checked.
 
     Input shape:
         `[batch, length]`.
@@ -228,11 +237,17 @@ class ComplexOrderEmbedding(keras.layers.Layer):
             return parameter
         return ops.expand_dims(ops.take(parameter, ids, axis=0), -1)
 
+    def _check_rank(self, shape):
+        if len(shape) != 2:
+            raise ValueError(
+                "`inputs` must be token ids of shape [batch, length] "
+                "(positions count along axis 1). Received: inputs.shape="
+                f"{tuple(shape)}"
+            )
+
     def call(self, inputs):
-        ids = inputs
-        dtype = keras.backend.standardize_dtype(ids.dtype)
-        if not keras.backend.is_int_dtype(dtype):
-            ids = ops.cast(ids, "int32")
+        self._check_rank(inputs.shape)
+        ids = check_token_ids("inputs", inputs, self.input_dim, "input_dim")
         positions = ops.arange(1, ops.shape(ids)[-1] + 1)
         positions = ops.expand_dims(ops.cast(positions, self.compute_dtype), -1)
         # Zeros `[batch, length, 1]` broadcast shared parameters to the ids.
@@ -253,6 +268,7 @@ class ComplexOrderEmbedding(keras.layers.Layer):
         return ops.not_equal(inputs, 0)
 
     def compute_output_shape(self, input_shape):
+        self._check_rank(input_shape)
         return tuple(input_shape) + (2 * self.output_dim,)
 
     def get_config(self):

@@ -5,6 +5,8 @@ from keras_msets.layers.complex_multiplication_pooling import OUTPUT_FORMATS
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
 )
+from keras_msets.ops.checks import check_mask
+from keras_msets.ops.checks import check_token_ids
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
@@ -62,9 +64,17 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: int tensor `[batch, length]` of token ids.
+        inputs: int tensor `[batch, length]` of token ids in
+            `[0, alphabet_size)`. Float ids raise a `TypeError` (they would
+            be truncated) on every call. Ids out of range (a negative id
+            would wrap around to the last ones, a too large one gives NaN
+            or an index error) raise a `ValueError` wherever their values
+            are known: in eager calls (every PyTorch call; TensorFlow and JAX
+            outside a compiled function). Inside a compiled graph
+            (`tf.function`, `jax.jit`, `fit`) the values do not exist yet
+            and cannot be checked.
         mask: optional boolean `[batch, length]`, combined (logical and) with
-            the `mask_zero` mask.
+            the `mask_zero` mask; another shape raises a `ValueError`.
 
     Input shape:
         `[batch, length]`, any length.
@@ -151,11 +161,12 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         return embeddings
 
     def _combined_mask(self, inputs, mask):
+        mask = check_mask("mask", mask, tuple(inputs.shape))
         if self.mask_zero:
             zero_mask = ops.not_equal(inputs, 0)
             if mask is None:
                 return zero_mask
-            return ops.logical_and(zero_mask, ops.cast(mask, "bool"))
+            return ops.logical_and(zero_mask, mask)
         return mask
 
     def call(self, inputs, mask=None):
@@ -164,6 +175,7 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
                 "`inputs` must be token ids of shape [batch, length]. "
                 f"Received: inputs.shape={tuple(inputs.shape)}"
             )
+        check_token_ids("inputs", inputs, self.alphabet_size, "alphabet_size")
         inputs = ops.cast(inputs, "int32")
         parts = [embedding(inputs) for embedding in self._embeddings()]
         if self.unit_modulus:

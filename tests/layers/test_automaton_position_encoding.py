@@ -298,6 +298,12 @@ class AutomatonPositionEncodingTest(testing.TestCase):
             self.assertEqual(layer.compute_output_shape((1, 3, 7)), (1, 3, 7))
         with pytest.raises(ValueError, match="hidden_dim.*must be known"):
             layers.AutomatonPositionEncoding(MODES[2]).build((1, 3, None))
+        # A rank-2 input has no hidden axis to add the encodings to.
+        for mode in MODES[:3]:
+            with pytest.raises(ValueError, match=r"inputs.shape=\(2, 6\)"):
+                layers.AutomatonPositionEncoding(mode)(np.zeros((2, 6)))
+            with pytest.raises(ValueError, match=r"inputs.shape=\(2, 6\)"):
+                layers.AutomatonPositionEncoding(mode).build((2, 6))
 
     def test_golden(self):
         self.assert_golden("automaton_position_encoding_full_matrix")

@@ -258,6 +258,24 @@ class ComplexOrderEmbeddingTest(testing.TestCase):
                 amplitude_initializer=np.zeros((5, 4)),
             )
 
+    def test_bad_token_ids_and_ranks(self):
+        layer = layers.ComplexOrderEmbedding(10, 4)
+        for bad in (10, -1):
+            ids = np.array([[3, bad]], "int32")
+            with pytest.raises(
+                ValueError, match=rf"input_dim=10.*from {min(3, bad)}"
+            ):
+                layer(ids)
+        with pytest.raises(TypeError, match="inputs.*dtype=float32"):
+            layer(np.array([[3.9, 1.0]], "float32"))
+        # Positions count along axis 1: a rank-3 input has no such meaning.
+        with pytest.raises(ValueError, match=r"inputs.shape=\(2, 3, 4\)"):
+            layer(np.ones((2, 3, 4), "int32"))
+        with pytest.raises(ValueError, match=r"inputs.shape=\(None, 3, 4\)"):
+            layer(keras.Input((3, 4), dtype="int32"))
+        out = layer(np.array([[0, 9]], "int32"))
+        self.assertEqual(tuple(out.shape), (1, 2, 8))
+
     def test_saving(self):
         ids = _ids()
         inputs = keras.Input((None,), dtype="int32")

@@ -130,6 +130,25 @@ class DiagonalMultisetAutomatonTest(testing.TestCase):
         with pytest.raises(ValueError, match=r"\[batch, length\]"):
             layers.DiagonalMultisetAutomaton(5, 2)(np.zeros((2, 3, 1), "int32"))
 
+    def test_bad_token_ids_and_masks(self):
+        layer = layers.DiagonalMultisetAutomaton(10, 4)
+        # An id equal to the alphabet size would give NaN (JAX) or an index
+        # error; -1 would silently read the last symbol.
+        for bad in (10, -1):
+            ids = np.array([[3, bad]], "int32")
+            with pytest.raises(
+                ValueError, match=rf"alphabet_size=10.*from {min(3, bad)}"
+            ):
+                layer(ids)
+        # Float ids would be truncated (3.9 -> 3).
+        with pytest.raises(TypeError, match="inputs.*dtype=float32"):
+            layer(np.array([[3.9, 1.0]], "float32"))
+        with pytest.raises(ValueError, match=r"mask.*Received: mask.shape"):
+            layer(np.array([[1, 2, 3]], "int32"), mask=np.ones((1, 4), bool))
+        # Ids at both ends of the range are fine.
+        out = layer(np.array([[0, 9]], "int32"), mask=np.ones((1, 2), bool))
+        self.assertEqual(tuple(out.shape), (1, 12))
+
     def test_saving(self):
         ids = _ids()
         tokens = keras.Input((None,), dtype="int32")
