@@ -29,8 +29,9 @@ class FeedForwardBlock(keras.layers.Layer):
     Call arguments:
         inputs: `[batch, ..., dim]`.
 
-    A subclass that mixes elements first builds its own sub-layers, then
-    calls `build_feed_forward(shape)`, and ends its `call` with
+    A subclass that mixes elements first creates its own sub-layers, then
+    calls `make_feed_forward(dim)`, builds them all (the feedforward half
+    with `build_feed_forward(shape)`), and ends its `call` with
     `feed_forward(hidden)`.
     """
 
@@ -41,10 +42,13 @@ class FeedForwardBlock(keras.layers.Layer):
             "layer_norm_epsilon", layer_norm_epsilon
         )
 
-    def build_feed_forward(self, shape):
-        """Creates and builds `ff_hidden`, `ff_output` and `output_norm`."""
-        shape = tuple(shape)
-        dim = shape[-1]
+    def make_feed_forward(self, dim):
+        """Creates `ff_hidden`, `ff_output` and `output_norm` for width `dim`.
+
+        A subclass creates them right after its own sub-layers and before
+        building any of them, so that seeded initial weights do not depend
+        on where the feedforward half is written.
+        """
         ff_dim = self.ff_dim if self.ff_dim is not None else 2 * dim
         self.ff_hidden = keras.layers.Dense(
             ff_dim, activation="relu", dtype=self.dtype_policy, name="ff_hidden"
@@ -57,8 +61,12 @@ class FeedForwardBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="output_norm",
         )
+
+    def build_feed_forward(self, shape):
+        """Builds the layers made by `make_feed_forward` on `shape`."""
+        shape = tuple(shape)
         self.ff_hidden.build(shape)
-        self.ff_output.build(shape[:-1] + (ff_dim,))
+        self.ff_output.build(shape[:-1] + (self.ff_hidden.units,))
         self.output_norm.build(shape)
 
     def feed_forward(self, hidden):
@@ -66,6 +74,7 @@ class FeedForwardBlock(keras.layers.Layer):
         return self.output_norm(hidden + self.ff_output(self.ff_hidden(hidden)))
 
     def build(self, input_shape):
+        self.make_feed_forward(input_shape[-1])
         self.build_feed_forward(input_shape)
 
     def call(self, inputs):

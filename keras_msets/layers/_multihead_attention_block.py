@@ -136,6 +136,7 @@ class MultiheadAttentionBlock(FeedForwardBlock):
             dtype=self.dtype_policy,
             name="attention_norm",
         )
+        self.make_feed_forward(query_shape[-1])
         self.attention.build(query_shape, value_shape)
         self.attention_norm.build(query_shape)
         self.build_feed_forward(query_shape)

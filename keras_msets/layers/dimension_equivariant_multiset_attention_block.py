@@ -160,6 +160,7 @@ class MultichannelAttentionBlock(FeedForwardBlock):
             dtype=self.dtype_policy,
             name="attention_norm",
         )
+        self.make_feed_forward(channels)
         self.attention.build(query_shape, value_shape)
         self.attention_norm.build(query_shape)
         self.build_feed_forward(query_shape)

@@ -61,6 +61,7 @@ class RelationBlock(FeedForwardBlock):
             dtype=self.dtype_policy,
             name="relation_norm",
         )
+        self.make_feed_forward(dim)
         pair_shape = query_shape[:2] + (value_shape[1], relation_dim)
         self.relation_output.build(pair_shape)
         self.relation_norm.build(query_shape)

@@ -47,7 +47,7 @@ class RowwiseFeedForwardBlock(FeedForwardBlock):
         self.supports_masking = True
 
     def build(self, input_shape):
-        self.build_feed_forward(check_set_shape(input_shape))
+        super().build(check_set_shape(input_shape))
 
     def compute_mask(self, inputs, mask=None):
         return mask
