@@ -105,7 +105,7 @@ def build_parser():
                 "--output-dir",
                 default=None,
                 help="where to write the trained preset (default: a new "
-                "folder ./NAME-run)",
+                "folder ./runs/DATE-TIME/NAME)",
             )
             sub.add_argument(
                 "--overwrite",

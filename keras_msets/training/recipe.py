@@ -87,13 +87,20 @@ def preset_folder(name_or_path):
     )
 
 
-def default_output_dir(name):
-    """`runs/<YYYYmmdd-HHMMSS>/<name>` under the current directory.
+def default_output_dir(name, parent=None):
+    """A new folder `runs/<YYYYmmdd-HHMMSS>/<name>` under `parent`.
 
-    The folder carries the preset's name, which its metadata records.
+    `parent` defaults to the current directory; if the folder exists (two
+    runs in one second), `-2`, `-3`, ... is added to the time stamp. The
+    folder carries the preset's name, which its metadata records.
     """
+    parent = Path.cwd() if parent is None else Path(parent)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path.cwd() / "runs" / stamp / name
+    candidate, number = parent / "runs" / stamp / name, 1
+    while candidate.exists():
+        number += 1
+        candidate = parent / "runs" / f"{stamp}-{number}" / name
+    return candidate
 
 
 def inside_presets(path):

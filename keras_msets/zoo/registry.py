@@ -33,6 +33,7 @@ from keras_msets.training.preset_io import example_input
 from keras_msets.training.preset_io import example_outputs
 from keras_msets.training.preset_io import save_preset
 from keras_msets.training.preset_io import sha256_of
+from keras_msets.training.recipe import default_output_dir
 from keras_msets.utils.scripts import load_script
 
 # Names kept importable from here: the file names, the examples and
@@ -297,26 +298,14 @@ def _inside(path, folder):
     return True
 
 
-def default_output_dir(name, parent=None):
-    """`<parent>/<name>-run`, or `<name>-run2`, `-run3`, ... if taken.
-
-    `parent` defaults to the current directory.
-    """
-    parent = Path.cwd() if parent is None else Path(parent)
-    candidate, number = parent / f"{name}-run", 1
-    while candidate.exists():
-        number += 1
-        candidate = parent / f"{name}-run{number}"
-    return candidate
-
-
 def train(name, output_dir=None, overwrite=False, **options):
     """Run the recipe of preset `name`; returns the folder it wrote.
 
     Training never writes into an installed preset or the repository's
     `zoo/` folder unless asked: the default `output_dir` is a new folder
-    `./<name>-run` (`<name>-run2`, ... if that exists) in the current
-    directory, and an `output_dir` inside the presets folder needs
+    `./runs/<date>-<time>/<name>` in the current directory
+    (`keras_msets.training.recipe.default_output_dir`), and an
+    `output_dir` inside the presets folder needs
     `overwrite=True`. The folder is printed at the end.
 
     Args:

@@ -1,4 +1,5 @@
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -513,17 +514,18 @@ def test_evaluate_and_train_use_either_recipe_style(
     first = zoo.train(name, epochs=3)
     second = zoo.train(name, epochs=3)
     if style == "object":
-        assert Path(first) == tmp_path / f"{name}-run"
-        assert Path(second) == tmp_path / f"{name}-run2"
+        for run in (first, second):
+            assert Path(run).name == name
+            assert Path(run).parent.parent == tmp_path / "runs"
+        assert Path(first) != Path(second)
         assert (Path(first) / "options.txt").read_text() == (
             "False [('epochs', 3)]"
         )
     else:
-        assert first == {
-            "output_dir": str(tmp_path / f"{name}-run"),
-            "epochs": 3,
-        }
-    assert f"{name}-run" in capsys.readouterr().out
+        assert first["epochs"] == 3
+        assert Path(first["output_dir"]).name == name
+        assert Path(first["output_dir"]).parent.parent == tmp_path / "runs"
+    assert f"runs{os.sep}" in capsys.readouterr().out
     for inside in (zoo_dir / name, zoo_dir / "new"):
         with pytest.raises(ValueError, match="overwrite=True"):
             zoo.train(name, output_dir=inside)
