@@ -18,6 +18,10 @@ class ComplexMultiplicationPooling(keras.layers.Layer):
     stored as `e^r (a + bi)` with `(a, b)` normalised to unit length, so the
     product is `exp(sum r) * exp(i * sum theta)` with `theta = atan2(b, a)`:
     sums instead of products, finite for sets of 10^5 elements or more.
+    The sums are computed in float32 whatever the dtype policy (the output
+    is cast to the compute dtype last), and the phase sum is exact modulo
+    2 pi up to about 1e-6 rad at 10^5 elements, for angles of any mean
+    (see `keras_msets.ops.log_polar_product`).
     Padded elements are the identity `1 + 0i`, so an empty (all-masked) set
     gives the initial weight (`1 + 0i` without `use_initial_weights`).
 
@@ -100,19 +104,27 @@ class ComplexMultiplicationPooling(keras.layers.Layer):
     def build(self, input_shape):
         num_states = self._num_states(input_shape)
         if self.use_initial_weights:
+            # Read in full precision even under mixed precision: they join
+            # the float32 sums of `call`.
             self.initial_log_modulus = self.add_weight(
                 name="initial_log_modulus",
                 shape=(num_states,),
                 initializer="zeros",
+                autocast=False,
             )
             self.initial_phase = self.add_weight(
                 name="initial_phase",
                 shape=(num_states,),
                 initializer="zeros",
+                autocast=False,
             )
 
     def call(self, inputs, mask=None):
         num_states = self._num_states(inputs.shape)
+        # Sums of many phases need float32 (float64 stays float64), whatever
+        # the dtype policy; the output is cast to the compute dtype last.
+        working = keras.backend.result_type(inputs.dtype, "float32")
+        inputs = ops.cast(inputs, working)
         if self.input_format == "log_polar":
             log_modulus = inputs[..., :num_states]
             direction = inputs[..., num_states:]
@@ -124,13 +136,17 @@ class ComplexMultiplicationPooling(keras.layers.Layer):
             log_modulus, phase, mask=mask, axis=-2
         )
         if self.use_initial_weights:
-            log_modulus = log_modulus + self.initial_log_modulus
-            phase = phase + self.initial_phase
+            log_modulus = log_modulus + ops.cast(
+                self.initial_log_modulus, log_modulus.dtype
+            )
+            phase = phase + ops.cast(self.initial_phase, phase.dtype)
         if self.output_format == "complex":
-            return msets_ops.complex_from_polar(log_modulus, phase)
-        return ops.concatenate(
-            [ops.cos(phase), ops.sin(phase), log_modulus], axis=-1
-        )
+            outputs = msets_ops.complex_from_polar(log_modulus, phase)
+        else:
+            outputs = ops.concatenate(
+                [ops.cos(phase), ops.sin(phase), log_modulus], axis=-1
+            )
+        return ops.cast(outputs, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         return None

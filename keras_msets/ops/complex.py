@@ -16,6 +16,7 @@ away. Values elsewhere are exact and gradients at the origin are finite
 import math
 
 from keras import ops
+from keras.backend import standardize_dtype
 
 from keras_msets.ops.masked import _normalize_axis
 from keras_msets.ops.masked import _shapes_compatible
@@ -241,11 +242,91 @@ def complex_from_polar(log_modulus, phase):
     )
 
 
-def _wrap(phase):
-    """Maps angles to `(-pi, pi]` (the shift by `2 pi k` has no gradient)."""
-    two_pi = 2.0 * math.pi
-    turns = ops.stop_gradient(ops.ceil((phase - math.pi) / two_pi))
-    return phase - two_pi * turns
+# Exact phase arithmetic. 2 pi = _TWO_PI_HI + _TWO_PI_LO, where _TWO_PI_HI
+# is a multiple of 2**-16 with 19 significant bits: a small integer times
+# it, and angles on the 2**-16 grid minus it, are exact in float32.
+_PHASE_GRID = 2.0**16
+_TWO_PI = 2.0 * math.pi
+_TWO_PI_HI = round(_TWO_PI * _PHASE_GRID) / _PHASE_GRID
+_TWO_PI_LO = _TWO_PI - _TWO_PI_HI
+# Blocks of the phase sum: 64 angles of the grid in [-pi, pi] sum exactly
+# (|sum| < 256 needs at most 24 bits), and four levels of blocks cover
+# 64**4 (1.7e7) elements when the set length is known only at run time.
+_PHASE_BLOCK = 64
+_PHASE_LEVELS = 4
+
+
+def _accumulation_dtype(x):
+    """float32, or float64 for float64 inputs: never a half precision."""
+    dtype = standardize_dtype(x.dtype)
+    return "float64" if dtype == "float64" else "float32"
+
+
+def _split_phase(phase):
+    """`phase = hi + lo`, `hi` on the 2**-16 grid in about `[-pi, pi]`.
+
+    `hi` and `lo` are congruent to `phase` modulo 2 pi together; the
+    reduction is exact while `|phase|` is below about 200 rad. Only `lo`
+    carries the gradient (1), `hi` is a constant of the rounding.
+    """
+    hi = ops.stop_gradient(ops.round(phase * _PHASE_GRID) / _PHASE_GRID)
+    lo = phase - hi
+    return _reduce_turns(hi, lo)
+
+
+def _reduce_turns(hi, lo, turns=None):
+    """Subtracts whole turns from `hi` exactly, the residue into `lo`."""
+    if turns is None:
+        turns = ops.round(hi / _TWO_PI)
+    turns = ops.stop_gradient(turns)
+    return hi - turns * _TWO_PI_HI, lo - turns * _TWO_PI_LO
+
+
+def _block_sums(hi, lo, length):
+    """Sums blocks of `_PHASE_BLOCK` along the last axis (zero padded)."""
+    if length is None:
+        length = ops.shape(hi)[-1]
+    padding = [[0, 0]] * (len(hi.shape) - 1) + [[0, -length % _PHASE_BLOCK]]
+    sums = []
+    for part in (hi, lo):
+        part = ops.pad(part, padding)
+        shape = tuple(ops.shape(part)[:-1]) + (-1, _PHASE_BLOCK)
+        sums.append(ops.sum(ops.reshape(part, shape), axis=-1))
+    return sums
+
+
+def _phase_sum(phase, axis, wrap_phase):
+    """Sum of angles along `axis`, accurate modulo 2 pi for long sets.
+
+    A plain float32 sum of 10**5 angles of mean 1.3 ends near 1.3e5 rad,
+    where one float32 step is 8e-3 rad, and every addition rounds. Here
+    every angle is split into a part on the 2**-16 grid (exact sums) and a
+    small rest; blocks of 64 are summed and each block sum is reduced
+    modulo 2 pi exactly, level after level, so no partial sum exceeds
+    about 64 pi. The result is congruent to the exact sum modulo 2 pi,
+    within about 1e-6 rad at 10**5 elements; it equals the plain sum for
+    sets of at most 64 angles in `[-pi, pi]`.
+    """
+    phase = ops.moveaxis(phase, axis, -1)
+    hi, lo = _split_phase(phase)
+    length = phase.shape[-1]
+    if length is not None:
+        while length > _PHASE_BLOCK:
+            hi, lo = _reduce_turns(*_block_sums(hi, lo, length))
+            length = -(-length // _PHASE_BLOCK)
+    else:
+        # The length is known only at run time: a fixed number of levels,
+        # reducing only where more than one block remains (the result is
+        # then the same as with a known length).
+        for _ in range(_PHASE_LEVELS):
+            hi, lo = _block_sums(hi, lo, None)
+            several = ops.greater(ops.shape(hi)[-1], 1)
+            turns = ops.where(several, ops.round(hi / _TWO_PI), 0.0)
+            hi, lo = _reduce_turns(hi, lo, turns)
+    hi, lo = ops.sum(hi, axis=-1), ops.sum(lo, axis=-1)
+    if wrap_phase:
+        hi, lo = _reduce_turns(hi, lo, ops.ceil((hi + lo - math.pi) / _TWO_PI))
+    return hi + lo
 
 
 def log_polar_product(
@@ -261,11 +342,17 @@ def log_polar_product(
     `1 + 0i` (they add 0 to both sums), so an all-masked set gives `(0, 0)`,
     i.e. the product 1.
 
-    Both sums are plain sums in the input dtype. In `float32` the phase sum
-    of `n` factors carries a rounding error of order
-    `sqrt(n) * ulp(|phase_sum|)`: about `1e-4` rad for `10**5` random
-    angles with JAX or PyTorch, and a few `1e-3` rad with TensorFlow, which
-    reduces a non-last axis sequentially.
+    Both sums are computed in float32 (float64 for float64 inputs), never
+    in a half precision, and returned in that dtype. The log-modulus sum is
+    a plain sum (relative error of order `n * 6e-8` at worst). The phase
+    sum only matters modulo 2 pi, and a plain float32 sum of `10**5`
+    angles of mean 1.3 would be off by up to 1e-2 rad: it is computed
+    exactly on a 2**-16 grid in blocks of 64, each block sum reduced
+    modulo 2 pi, so it stays within about 1e-6 rad of the exact sum
+    modulo 2 pi for `10**5` angles of any mean, on every backend. It
+    equals the plain sum for sets of at most 64 angles in `[-pi, pi]`;
+    for longer sets it is congruent to it modulo 2 pi. Angles beyond
+    about 200 rad in magnitude are reduced with float32 rounding.
 
     Args:
         log_modulus: real tensor `[batch, set_size, ..., d]`.
@@ -276,7 +363,7 @@ def log_polar_product(
         keepdims: whether to keep the reduced axis with length 1.
         wrap_phase: if `True`, reduce the summed phase to `(-pi, pi]`. This
             is only cosmetic: `cos` and `sin` of the phase are unchanged
-            (up to float rounding) and the gradient is the same.
+            (up to float32 rounding) and the gradient is the same.
 
     Returns:
         A tuple `(log_modulus_sum, phase_sum)`, each shaped like the inputs
@@ -293,10 +380,16 @@ def log_polar_product(
     log_modulus = ops.convert_to_tensor(log_modulus)
     phase = ops.convert_to_tensor(phase)
     _check_same_shape(log_modulus, phase, "log_modulus", "phase")
+    axis = _normalize_axis(axis, len(phase.shape))
+    log_modulus = ops.cast(log_modulus, _accumulation_dtype(log_modulus))
+    phase = ops.cast(phase, _accumulation_dtype(phase))
     log_modulus_sum = masked_sum(log_modulus, mask, axis, keepdims)
-    phase_sum = masked_sum(phase, mask, axis, keepdims)
-    if wrap_phase:
-        phase_sum = _wrap(phase_sum)
+    if mask is not None:
+        valid = expand_mask(mask, phase, axis)
+        phase = ops.where(valid, phase, ops.zeros_like(phase))
+    phase_sum = _phase_sum(phase, axis, wrap_phase)
+    if keepdims:
+        phase_sum = ops.expand_dims(phase_sum, axis)
     return log_modulus_sum, phase_sum
 
 

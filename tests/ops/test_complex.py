@@ -421,6 +421,48 @@ def test_long_unit_products_match_numpy():
     np.testing.assert_allclose(np_(lm), 0.0, atol=2e-2)
 
 
+def test_long_phase_sums_of_any_mean_match_float64():
+    # A plain float32 sum of 1e5 angles of mean 1.3 ends near 1.3e5 rad,
+    # where one float32 step is 8e-3 rad: up to 1e-2 rad off. The blocked
+    # sum reduced modulo 2 pi stays within 1e-5 rad of float64, for a
+    # constant angle too (whose rounding errors would all add up).
+    rng = np.random.default_rng(9)
+    n = N_LONG + 37  # not a multiple of the block size
+    phase = np.stack(
+        [
+            np.full(n, 1.3),
+            0.7 + rng.uniform(-1, 1, n),
+            np.full(n, -3.1),
+            rng.uniform(-math.pi, math.pi, n),
+            np.full(n, 12.5),  # angles beyond pi are reduced exactly too
+        ],
+        -1,
+    )[None].astype("float32")
+    mask = np.ones((1, n), bool)
+    mask[0, 5::7] = False
+    expected = np.where(mask[..., None], phase.astype("f8"), 0.0).sum(1)
+    for wrap_phase in (False, True):
+        lm, ph = msets_ops.log_polar_product(
+            np.zeros_like(phase), phase, mask, wrap_phase=wrap_phase
+        )
+        ph = np_(ph).astype("float64")
+        error = np.abs(np.angle(np.exp(1j * (ph - expected))))
+        assert error.max() < 1e-5, error
+        assert np.all(np.abs(ph) < 100)
+    assert np.all(np.abs(ph) <= math.pi + 1e-6)
+
+
+def test_phase_sums_are_float32_for_half_inputs():
+    phase = np.full((2, 3000, 1), 1.3, "float16")
+    lm, ph = msets_ops.log_polar_product(phase, phase, wrap_phase=True)
+    for value in (lm, ph):
+        assert keras.backend.standardize_dtype(value.dtype) == "float32"
+    expected = 3000 * np.float64(np.float16(1.3))
+    np.testing.assert_allclose(np_(lm), expected, rtol=1e-6)
+    error = np.angle(np.exp(1j * (np_(ph).astype("f8") - expected)))
+    assert np.abs(error).max() < 1e-5
+
+
 # --------------------------------------------------------------- properties
 
 
