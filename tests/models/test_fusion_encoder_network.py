@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_msets.layers.grouped_mlp import GroupedMLP
+from keras_msets.models.fen.fusion_encoder_network import FusedNetwork
 from keras_msets.models.fen.fusion_encoder_network import FusionEncoderNetwork
 from keras_msets.testing import TestCase
 
@@ -138,6 +139,12 @@ class FusionEncoderNetworkTest(TestCase):
         self.assertLess(fused.count_params(), model.count_params() / 3)
         reloaded = self.run_model_saving_test(fused, x)
         self.assertAllClose(reloaded(x), model(x), atol=1e-6)
+        # It reloads as the class whose `predict` checks the ids.
+        self.assertIsInstance(reloaded, FusedNetwork)
+        with pytest.raises(
+            ValueError, match="Received: x with ids from 3 to 3"
+        ):
+            reloaded.predict(np.full((1, 8), 3, "int32"), verbose=0)
 
     def test_encodings_match_numpy_reference(self):
         # Independent float64 forward of the whole tree from the weights.
@@ -509,6 +516,7 @@ class FusionEncoderNetworkTest(TestCase):
                     call(bad)
             for step in (
                 lambda bad=bad: model.predict(bad, verbose=0),
+                lambda bad=bad: model.fuse().predict(bad, verbose=0),
                 lambda bad=bad: model.predict_on_batch(bad),
                 lambda bad=bad: model.evaluate(bad, y, verbose=0),
                 lambda bad=bad: model.fit(bad, y, verbose=0),

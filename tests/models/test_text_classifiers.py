@@ -1,4 +1,5 @@
 import itertools
+import re
 
 import keras
 import numpy as np
@@ -51,6 +52,57 @@ def _tiny(architecture, embedding, **kwargs):
         sequence_length=10,
         num_classes=CLASSES,
         **dict(TINY, **kwargs),
+    )
+
+
+def _id_error(name, low, high):
+    return re.escape(
+        f"`{name}` must hold token ids in [0, {VOCAB - 1}] "
+        f"(vocabulary_size={VOCAB}). Received: {name} with ids from {low} "
+        f"to {high}"
+    )
+
+
+@pytest.mark.parametrize("embedding", ["none", "complex_order"])
+def test_token_ids_are_checked_before_every_step(embedding):
+    # Compiled steps (TensorFlow, JAX) cannot check values: without the
+    # model's own check an id >= VOCAB would be clipped or fail in the
+    # backend, and a negative id wrap around to another word.
+    model = _tiny("fasttext", embedding)
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    y = np.zeros((1,), "int32")
+    good = _ids(batch=1)
+    before = [keras.ops.convert_to_numpy(w) for w in model.weights]
+    for bad, low, high in (([[5, VOCAB, 0]], 0, VOCAB), ([[5, -2, 0]], -2, 5)):
+        bad = np.array(bad, "int32")
+        with pytest.raises(ValueError, match=_id_error("inputs", low, high)):
+            model(bad)
+        for step in (
+            lambda bad=bad: model.predict(bad, verbose=0),
+            lambda bad=bad: model.predict_on_batch(bad),
+            lambda bad=bad: model.evaluate(bad, y, verbose=0),
+            lambda bad=bad: model.test_on_batch(bad, y),
+            lambda bad=bad: model.train_on_batch(bad, y),
+            lambda bad=bad: model.fit(bad, y, verbose=0),
+        ):
+            with pytest.raises(ValueError, match=_id_error("x", low, high)):
+                step()
+        with pytest.raises(
+            ValueError, match=_id_error("x['token_ids']", low, high)
+        ):
+            model.predict({"token_ids": bad}, verbose=0)
+        with pytest.raises(
+            ValueError, match=_id_error("validation_data", low, high)
+        ):
+            model.fit(good, y, validation_data=(bad, y), verbose=0)
+    for old, new in zip(before, model.weights, strict=True):
+        np.testing.assert_array_equal(old, keras.ops.convert_to_numpy(new))
+    with pytest.raises(TypeError, match="`x` must hold integer"):
+        model.predict(good.astype("float32"), verbose=0)
+    np.testing.assert_allclose(
+        model.predict(good, verbose=0),
+        keras.ops.convert_to_numpy(model(good)),
+        atol=1e-6,
     )
 
 

@@ -37,6 +37,23 @@ def _runs(groups):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
+class FusedNetwork(TokenIdInputs, keras.Model):
+    """The functional model that `FusionEncoderNetwork.fuse()` returns.
+
+    An ordinary functional `keras.Model` of token ids whose `predict`,
+    `evaluate` and `fit` check the ids (`TokenIdInputs`) against the
+    vocabulary of its token encoder (the layer named `token_encoder`).
+    """
+
+    def __init__(self, inputs, outputs, name=None, **kwargs):
+        super().__init__(inputs, outputs, name=name, **kwargs)
+
+    @property
+    def vocabulary_size(self):
+        return self.get_layer("token_encoder").vocabulary_size
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
 class FusionEncoderNetwork(TokenIdInputs, keras.Model):
     """Fusion Encoder Network: a sequence model trained segment by segment.
 
@@ -422,7 +439,8 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         zero context inputs are folded away: only the kernel rows that read
         `eps_1N` are kept, which gives the same numbers). Its depth is
         `log2(N) + 2` networks, it has no loss machinery, and it saves and
-        loads as an ordinary `.keras` file.
+        loads as an ordinary `.keras` file. It checks its token ids as
+        this model does (a `FusedNetwork`).
         """
         if not self.built:
             self.build()
@@ -464,7 +482,7 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         decoder.set_weights(weights)
         y = decoder(x)
         y = keras.layers.Reshape((self.output_dim,), name="output")(y)
-        return keras.Model(inputs, y, name=name or f"{self.name}_fused")
+        return FusedNetwork(inputs, y, name=name or f"{self.name}_fused")
 
     def get_config(self):
         config = super().get_config()
