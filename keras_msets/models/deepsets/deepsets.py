@@ -29,7 +29,11 @@ class DeepSets(TokenIdInputs, keras.Model):
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
     Call arguments:
-        inputs: int tensor `[batch, length]`, 0 = padding.
+        inputs: int tensor `[batch, length]`, 0 = padding. Ids must lie in
+            `[0, vocabulary_size)` with an int dtype: `model(x)`,
+            `predict`, `evaluate` and `fit` raise an error otherwise (for
+            arrays and tensors; a dataset's ids are checked only where the
+            step runs eagerly, see `keras_msets.models._id_inputs`).
 
     Input shape:
         `[batch, length]`, any length.

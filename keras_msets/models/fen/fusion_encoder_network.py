@@ -129,7 +129,12 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         **kwargs: base model keyword arguments (`name`, ...).
 
     Call arguments:
-        inputs: int tensor `[batch, sequence_length]` of token ids.
+        inputs: int tensor `[batch, sequence_length]` of token ids. Ids
+            must lie in `[0, vocabulary_size)` (id `vocabulary_size` is
+            the padding token) with an int dtype: `model(x)`,
+            `predict`, `evaluate` and `fit` raise an error otherwise (for
+            arrays and tensors; a dataset's ids are checked only where the
+            step runs eagerly, see `keras_msets.models._id_inputs`).
 
     Output shape:
         `[batch, output_dim]`: the root decoder's output.

@@ -176,7 +176,11 @@ class TextClassifier(TokenIdInputs, keras.Model):
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
     Call arguments:
-        inputs: int token ids `[batch, length]`, 0 = padding.
+        inputs: int token ids `[batch, length]`, 0 = padding. Ids must lie in
+            `[0, vocabulary_size)` with an int dtype: `model(x)`,
+            `predict`, `evaluate` and `fit` raise an error otherwise (for
+            arrays and tensors; a dataset's ids are checked only where the
+            step runs eagerly, see `keras_msets.models._id_inputs`).
 
     Input shape:
         `[batch, length]`, any length (at most `sequence_length` for
@@ -441,7 +445,10 @@ def build_text_classifier(
 
     Returns:
         An uncompiled `TextClassifier` mapping int ids `[batch, length]`
-        to class probabilities `[batch, num_classes]`.
+        to class probabilities `[batch, num_classes]`. It is a registered
+        subclass of `keras.Model` (not a plain functional model), so its
+        `predict`, `evaluate` and `fit` check the ids before a compiled
+        step, and a saved one reloads as a `TextClassifier`.
     """
     return TextClassifier(
         architecture,
