@@ -36,9 +36,11 @@ on):
 - Mutual information, the paper's split sets (`mst_mutual_information`):
   `standardize_pairs`, every coordinate of each set shifted and scaled to
   mean 0 and variance 1 on its own (the training data of Sec. 5.1.2 have
-  standard normal marginals). The estimate is then invariant under a
+  standard normal marginals), after each coordinate of `y` is negated
+  where its sample correlation with the same coordinate of `x` is
+  negative (`orient_to_x`). The estimate is then invariant under a
   separate shift and positive scaling of every coordinate of `x` and of
-  `y`.
+  `y`, and under negating any coordinates of `y`.
 - Mutual information read as `KL(P_XY || P_X P_Y)` (ours,
   `mst_mutual_information_joint`, the default for d = 1..8):
   `joint_and_product_sets`, then `whiten_pairs` with each axis oriented
@@ -57,25 +59,66 @@ named as `model` must serve the estimator it is given to.
 KL divergence and mutual information are returned as the model's
 regression output clipped at 0 (both quantities are non-negative), in
 nats.
+
+What the estimators refuse, and what they do outside the training data:
+
+- Inputs must be real: complex, string or object arrays raise a
+  `TypeError` naming the argument; NaN or inf, a wrong rank, different
+  `d` in `x` and `y`, no sets, no columns, or too few points (`d + 1`,
+  `2d + 1` for the joint reading) raise a `ValueError`.
+- Each pair is first divided by the largest absolute value of its two
+  sets (one positive factor, which every estimate here is invariant to),
+  so values near 1e155 or 1e-300 give the answer of the same data at
+  scale 1 instead of an overflowing covariance.
+- A `d` outside a preset's trained range is refused. Sets outside its
+  trained sizes, and a `d` where its card shows no skill, give a
+  `UserWarning` once per process per preset and reason.
+- Tails (`out_of_distribution`): after the preset's own preprocessing,
+  `keras_msets.stats.preprocessing.tail_statistic` (the largest
+  per-coordinate sample kurtosis of either set) is compared with the
+  99.9 % quantile of the same statistic over 2,000 training sets of the
+  preset at that `d` (`tail_thresholds`, calibrated by `python -m
+  keras_msets.estimators.calibrate_tails`). A pair above it has heavier
+  tails than nearly every set the model was trained on (Student-t data
+  with one degree of freedom, say, where the mutual-information model
+  answers 10 nats for a true 0.22). With `out_of_distribution=
+  "fallback"` (the default of `kl_divergence` and `mutual_information`)
+  such pairs are answered by the classical estimator
+  (`knn_kl_divergence`, `ksg_mutual_information`) with a `UserWarning`
+  that says so; `"warn"` keeps the model's answer with a warning (the
+  default of `same_distribution_probability`, which has no classical
+  counterpart here); `"raise"` raises a `ValueError`. The check applies
+  to presets; a `keras.Model` passed as `model` is not checked (its
+  training data are unknown).
+- The cached models are shared by all threads: loading and prediction
+  are serialized, so calls from several threads give the serial answers
+  on every backend.
 """
 
 import collections.abc
 import dataclasses
 import functools
+import json
 import os
+import pathlib
+import threading
 import warnings
 
 import keras
 import numpy as np
 
 from keras_msets import zoo
+from keras_msets.stats.classical import knn_kl_divergence
+from keras_msets.stats.classical import ksg_mutual_information
 
 # The preprocessing lives in keras_msets.stats (numpy only, below the
 # models); its names stay importable from here.
 from keras_msets.stats.preprocessing import JOINT_PERMUTATION_SEED
 from keras_msets.stats.preprocessing import joint_and_product_sets
+from keras_msets.stats.preprocessing import orient_to_x
 from keras_msets.stats.preprocessing import preprocess
 from keras_msets.stats.preprocessing import standardize_pairs  # noqa: F401
+from keras_msets.stats.preprocessing import tail_statistic
 from keras_msets.stats.preprocessing import whiten_pairs  # noqa: F401
 from keras_msets.training import preset_io
 
@@ -94,6 +137,19 @@ JOINT_PERMUTATIONS = 8
 # Pairs are padded to a multiple of this many elements (fewer distinct
 # shapes, so fewer compilations of the predict function).
 _PAD_MULTIPLE = 32
+# What the estimators do with data whose tails are heavier than those of
+# every training set of the preset (`tail_thresholds`).
+OUT_OF_DISTRIBUTION = ("fallback", "warn", "raise")
+# The tail check's calibration (`python -m
+# keras_msets.estimators.calibrate_tails` writes it).
+TAIL_THRESHOLDS_PATH = pathlib.Path(__file__).with_name("tail_thresholds.json")
+# One cached model is shared by every thread: loading and prediction are
+# serialized (JAX donates and deletes buffers of a concurrent call).
+_MODEL_LOCK = threading.RLock()
+# Warnings about a preset (set sizes, dimensions it has not learned) are
+# given once per process per preset and reason: `(preset, reason)` keys.
+_WARNED = set()
+_WARNED_LOCK = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,20 +319,36 @@ SPECS = _LegacySpecs()
 @functools.lru_cache(maxsize=8)
 def _load_preset(name, root):
     del root  # part of the cache key only
-    model = zoo.load(name)
-    weak = unlearned_dims(zoo.info(name).get("metrics", {}))
-    if weak:
-        warnings.warn(
+    return zoo.load(name)
+
+
+def _warn_once(key, message, stacklevel):
+    """Warns `message` unless a warning of `key` was given before."""
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+
+
+def _warn_unlearned(name, dims, stacklevel):
+    """Warns (once per process per preset and `d`) when preset `name` has
+    not learned its task at some of the dimensions `dims` of a call."""
+    try:
+        metrics = zoo.info(name).get("metrics", {})
+    except ValueError:
+        return
+    for d in sorted(set(unlearned_dims(metrics)) & set(int(d) for d in dims)):
+        _warn_once(
+            (str(name), "unlearned", d),
             f"Preset {name!r} is not clearly better than a constant answer "
-            f"at d = {', '.join(str(d) for d in weak)} on its test pairs "
-            f"(its error is at least {SKILL_MARGIN:.0%} of that of always "
-            "answering the median test label): it has not learned its "
-            "task there, and its answers in those dimensions should not "
-            f"be used. See its model card: `keras-msets zoo info {name}`.",
-            UserWarning,
-            stacklevel=6,  # the caller of kl_divergence(...) and the like
+            f"at d = {d} on its test pairs (its error is at least "
+            f"{SKILL_MARGIN:.0%} of that of always answering the median "
+            "test label): it has not learned its task there, and its "
+            "answers in that dimension should not be used. See its model "
+            f"card: `keras-msets zoo info {name}`.",
+            stacklevel + 1,
         )
-    return model
 
 
 def unlearned_dims(metrics):
@@ -303,15 +375,67 @@ def load_estimator(name):
     (`keras_msets.zoo.presets_root()`), so pointing
     `$KERAS_MSETS_ZOO_DIR` elsewhere loads the other folder's model.
     """
-    return _load_preset(name, str(zoo.presets_root()))
+    with _MODEL_LOCK:
+        return _load_preset(name, str(zoo.presets_root()))
+
+
+@functools.lru_cache(maxsize=1)
+def _tail_calibration(path):
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def tail_thresholds(preset):
+    """`{d: threshold}` of the tail check of `preset` (a name or a path),
+    or None when it has no calibration.
+
+    The threshold at `d` is the 99.9 % quantile of `tail_statistic` (the
+    largest per-coordinate sample kurtosis) over 2,000 training sets of
+    the preset's task in dimension `d`, prepared by its preprocessing
+    (`tail_thresholds.json` beside this module, written by `python -m
+    keras_msets.estimators.calibrate_tails`). Only the weights that were
+    calibrated (their sha256 is stored there) are checked.
+    """
+    calibration = _tail_calibration(str(TAIL_THRESHOLDS_PATH))
+    name = os.path.basename(os.fspath(preset))
+    found = calibration["thresholds"].get(name)
+    if found is None:
+        return None
+    try:
+        files = zoo.info(preset).get("files_sha256", {})
+    except ValueError:
+        return None
+    if files.get("model.weights.h5") != calibration["weights_sha256"][name]:
+        return None  # other weights than those calibrated
+    return {int(d): value for d, value in found.items()}
+
+
+def _real_array(value, name):
+    """`value` as a float64 array; None when it is not one rectangular
+    numeric array (a list of sets of different sizes)."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+    if array.dtype.kind == "c":
+        raise TypeError(
+            f"`{name}` must hold real numbers; complex samples are not "
+            "supported (pass the real and imaginary parts as separate "
+            f"coordinates). Received: {name} of dtype {array.dtype}"
+        )
+    if array.dtype.kind == "O" and isinstance(value, (list, tuple)):
+        return None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"`{name}` must hold real numbers. Received: {name} of dtype "
+            f"{array.dtype}"
+        )
+    return array.astype(np.float64)
 
 
 def _as_sets(value, name):
     """A list of float64 `[n_i, d_i]` arrays and whether it was one set."""
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        array = None
+    array = _real_array(value, name)
     if array is not None and array.ndim == 2:
         sets, single = [array], True
     elif array is not None and array.ndim == 3:
@@ -319,10 +443,7 @@ def _as_sets(value, name):
     elif array is None and isinstance(value, (list, tuple)) and value:
         sets, single = [], False
         for i, item in enumerate(value):
-            try:
-                item = np.asarray(item, dtype=np.float64)
-            except (TypeError, ValueError):
-                item = None
+            item = _real_array(item, f"{name}[{i}]")
             if item is None or item.ndim != 2:
                 raise ValueError(
                     f"`{name}` is a list of sets: each must be a 2-D array "
@@ -396,6 +517,11 @@ def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
                 f"y.shape={y.shape}"
             )
         d = x.shape[1]
+        if d < 1:
+            raise ValueError(
+                f"`x` and `y` need at least one column (d >= 1){where}. "
+                f"Received: x.shape={x.shape}, y.shape={y.shape}"
+            )
         if allowed_dims is not None and not (
             allowed_dims[0] <= d <= allowed_dims[1]
         ):
@@ -424,10 +550,12 @@ def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
     sizes = [len(s) for s in x_sets + y_sets]
     low, high = spec.set_size
     if min(sizes) < low or max(sizes) > high:
-        warnings.warn(
+        _warn_once(
+            (str(spec.preset), "set_size"),
             f"`{estimator}`: the model was trained on sets of {low}-{high} "
             f"points; these have {min(sizes)}-{max(sizes)}, so the "
-            "estimate may be less accurate.",
+            "estimate may be less accurate. (This warning is given once "
+            "per process and preset.)",
             stacklevel=4,
         )
 
@@ -463,7 +591,9 @@ def predict_prepared(model, x, y, x_mask, y_mask):
         x, y, x_mask, y_mask = (
             np.concatenate([a, a[fill]]) for a in (x, y, x_mask, y_mask)
         )
-    out = model.predict_on_batch({"sets": (x, y), "masks": (x_mask, y_mask)})
+    inputs = {"sets": (x, y), "masks": (x_mask, y_mask)}
+    with _MODEL_LOCK:
+        out = model.predict_on_batch(inputs)
     return np.asarray(out, dtype=np.float64).reshape(size, -1)[:batch, 0]
 
 
@@ -478,13 +608,103 @@ def _positive_int(value, name):
     return int(value)
 
 
+def _rescaled(x, y):
+    """`x` and `y` divided by the largest absolute value of both.
+
+    One positive factor for both sets, an affine map that every estimate
+    here is invariant to; it keeps the covariances of the preprocessing
+    finite and normal for values near the float64 limits (1e155 and
+    above, where squares overflow, or 1e-300, where they underflow).
+    """
+    scale = max(np.max(np.abs(x)), np.max(np.abs(y)))
+    if scale == 0.0:
+        return x, y
+    return x / scale, y / scale
+
+
+def _check_out_of_distribution(value, estimator):
+    choices = OUT_OF_DISTRIBUTION
+    if estimator == "same_distribution_probability":
+        choices = ("warn", "raise")  # no classical estimator to fall back on
+    if value not in choices:
+        raise ValueError(
+            f"`out_of_distribution` must be one of {choices} for "
+            f"`{estimator}`. Received: out_of_distribution={value!r}"
+        )
+    return value
+
+
+def _classical(estimator, x, y):
+    """The classical estimate used instead of a model's."""
+    if estimator == "kl_divergence":
+        return knn_kl_divergence(x, y)
+    return ksg_mutual_information(x, y)
+
+
+_CLASSICAL_NAMES = {
+    "kl_divergence": "the k-NN estimator `knn_kl_divergence` (k = 1)",
+    "mutual_information": "the KSG estimator `ksg_mutual_information` (k = 3)",
+}
+
+
+def _heavy_tails(estimator, preset, x_sets, y_sets, heavy, policy):
+    """Acts on the pairs `heavy` (`{pair: (statistic, threshold)}`) whose
+    tails are heavier than the training sets': raise, warn, or replace
+    their answers by the classical estimator's (`{pair: estimate}`)."""
+    where = ", ".join(str(i) for i in sorted(heavy)[:8])
+    if len(heavy) > 8:
+        where += ", ..."
+    i = min(heavy)
+    statistic, threshold = heavy[i]
+    d = x_sets[i].shape[1]
+    text = (
+        f"`{estimator}`: the data have heavier tails than every set "
+        f"preset {os.path.basename(os.fspath(preset))!r} was trained on "
+        f"(pairs {where}; pair {i}: largest per-coordinate kurtosis "
+        f"{statistic:.1f} after the preset's preprocessing, while 99.9 % "
+        f"of its training sets at d = {d} stay below {threshold:.1f})"
+    )
+    if policy == "raise":
+        raise ValueError(
+            f"{text}. Its answer there would not be reliable. Pass "
+            "out_of_distribution='fallback' for the classical estimator "
+            "or 'warn' for the model's answer anyway. Received: "
+            f"out_of_distribution={policy!r}"
+        )
+    if policy == "warn":
+        warnings.warn(
+            f"{text}; the model's answer is returned anyway and may be far "
+            "off.",
+            UserWarning,
+            stacklevel=4,
+        )
+        return {}
+    warnings.warn(
+        f"{text}; those pairs are answered with "
+        f"{_CLASSICAL_NAMES[estimator]} instead of the model "
+        "(out_of_distribution='fallback').",
+        UserWarning,
+        stacklevel=4,
+    )
+    return {j: _classical(estimator, x_sets[j], y_sets[j]) for j in heavy}
+
+
 def _estimate(
-    estimator, spec, x, y, model, batch_size, clip=True, permutations=1
+    estimator,
+    spec,
+    x,
+    y,
+    model,
+    batch_size,
+    clip=True,
+    permutations=1,
+    out_of_distribution="fallback",
 ):
     """`estimator`'s answers for the pairs `x`, `y` through `model` (None:
     `spec.preset`), prepared as `spec` says."""
     batch_size = _positive_int(batch_size, "batch_size")
     permutations = _positive_int(permutations, "permutations")
+    policy = _check_out_of_distribution(out_of_distribution, estimator)
     x_sets, x_single = _as_sets(x, "x")
     y_sets, y_single = _as_sets(y, "y")
     if x_single != y_single:
@@ -492,8 +712,24 @@ def _estimate(
             "`x` and `y` must both be one set ([num_points, d]) or both a "
             "batch of sets."
         )
+    preset = spec.preset if model is None else model
+    is_preset = isinstance(preset, (str, os.PathLike))
     model, allowed_dims = _resolve_model(model, spec)
     _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator)
+    if is_preset:
+        dims = {s.shape[1] for s in x_sets}
+        _warn_unlearned(preset, dims, stacklevel=3)
+    thresholds = tail_thresholds(preset) if is_preset else None
+    pairs = [_rescaled(a, b) for a, b in zip(x_sets, y_sets, strict=True)]
+    x_sets = [a for a, _ in pairs]
+    y_sets = [b for _, b in pairs]
+    if spec.paired and not spec.joint:
+        # The split reading: y -> -y (per coordinate) leaves the mutual
+        # information unchanged; the model sees y oriented by x.
+        y_sets = [
+            orient_to_x(a, b) for a, b in zip(x_sets, y_sets, strict=True)
+        ]
+    originals = (x_sets, y_sets)
     num_pairs, repeats = len(x_sets), permutations if spec.joint else 1
     if spec.joint:
         # Each pair `repeats` times, with permutations of seeds 0, 1, ...
@@ -508,6 +744,7 @@ def _estimate(
         y_sets = [s for _, product in readings for s in product]
     # Pairs of one dimension go through the model together.
     out = np.zeros(len(x_sets))
+    heavy = {}
     dims = np.array([s.shape[1] for s in x_sets])
     for d in np.unique(dims):
         (chosen,) = np.nonzero(dims == d)
@@ -520,18 +757,32 @@ def _estimate(
             px, mx = _pad(xs, width_x)
             py, my = _pad(ys, width_y)
             wx, wy = preprocess(spec, px, py, mx, my)
+            if thresholds is not None and int(d) in thresholds:
+                statistic = tail_statistic(wx, wy, mx, my)
+                for i, value in zip(part, statistic, strict=True):
+                    if value > thresholds[int(d)]:
+                        pair = int(i) % num_pairs
+                        old = heavy.get(pair, (0.0, 0.0))[0]
+                        heavy[pair] = (max(value, old), thresholds[int(d)])
             out[part] = predict_prepared(model, wx, wy, mx, my)
             if spec.symmetric:
                 wy, wx = preprocess(spec, py, px, my, mx)
                 swapped = predict_prepared(model, wy, wx, my, mx)
                 out[part] = 0.5 * (out[part] + swapped)
     out = out.reshape(repeats, num_pairs).mean(axis=0)
+    if heavy:
+        for i, value in _heavy_tails(
+            estimator, preset, *originals, heavy, policy
+        ).items():
+            out[i] = value
     if clip and estimator != "same_distribution_probability":
         out = np.maximum(out, 0.0)
     return float(out[0]) if x_single else out
 
 
-def kl_divergence(x, y, model=None, batch_size=64):
+def kl_divergence(
+    x, y, model=None, batch_size=64, out_of_distribution="fallback"
+):
     """Estimates `KL(P || Q)` from samples `x ~ P` and `y ~ Q`.
 
     Dimension-equivariant Multi-Set Transformers (Selby et al., Sec. 3.5
@@ -553,16 +804,24 @@ def kl_divergence(x, y, model=None, batch_size=64):
             `"mst_kl_divergence_low_d"` for d = 1..3), or a `keras.Model`
             taking `{"sets": [x, y], "masks": [x_mask, y_mask]}`.
         batch_size: pairs per model call.
+        out_of_distribution: what to do with a pair whose tails are
+            heavier than those of the preset's training sets (module
+            docstring): `"fallback"` (default: answer it with
+            `knn_kl_divergence` and warn), `"warn"` (the model's answer,
+            with a warning) or `"raise"` (a `ValueError`).
 
     Returns:
         The estimate in nats (clipped at 0): a float for one pair, a
         float64 array `[batch]` for a batch.
 
     Raises:
+        TypeError: complex, string or object input.
         ValueError: wrong rank, NaN or inf, different `d` in `x` and `y`,
             a `d` outside the presets' 1..16 (or outside the named
-            preset's range), or a set with fewer than `d + 1` points.
-            Sets outside the trained 100-150 points give a warning.
+            preset's range), a set with fewer than `d + 1` points, a
+            preset of another estimator as `model`, or heavy tails with
+            `out_of_distribution="raise"`. Sets outside the trained
+            100-150 points give a warning (once per process).
 
     Example:
     >>> rng = np.random.default_rng(0)
@@ -570,10 +829,11 @@ def kl_divergence(x, y, model=None, batch_size=64):
     >>> y = rng.normal(loc=1.0, size=(130, 2))
     >>> keras_msets.estimators.kl_divergence(x, y)  # exact value: 1.0
     """
+    options = {"out_of_distribution": out_of_distribution}
     if model is None:
-        return _by_dimension("kl_divergence", x, y, batch_size)
+        return _by_dimension("kl_divergence", x, y, batch_size, **options)
     spec = _spec_for("kl_divergence", model)
-    return _estimate("kl_divergence", spec, x, y, model, batch_size)
+    return _estimate("kl_divergence", spec, x, y, model, batch_size, **options)
 
 
 MI_MODES = ("split", "joint")
@@ -643,7 +903,13 @@ def _spec_for(estimator, model, joint=None):
 
 
 def mutual_information(
-    x, y, model=None, batch_size=64, mode=None, permutations=None
+    x,
+    y,
+    model=None,
+    batch_size=64,
+    mode=None,
+    permutations=None,
+    out_of_distribution="fallback",
 ):
     """Estimates the mutual information `I(X; Y)` from paired samples.
 
@@ -655,7 +921,10 @@ def mutual_information(
 
     - `"split"`, the paper's (`mst_mutual_information`, d = 2..20): the
       set of the `x_j` and the set of the `y_j`, each coordinate
-      standardized (`standardize_pairs`). Being invariant to the order of
+      standardized (`standardize_pairs`), each coordinate of `y` first
+      negated where it correlates negatively with that of `x`
+      (`orient_to_x`, ours: the estimate is then the same for `y` and
+      `-y`, as the mutual information is). Being invariant to the order of
       each set, the model never sees which `y_j` belongs to which `x_j`;
       it infers the dependence from how the two clouds relate, which
       works in high d and fails at d = 2 (no better than a constant).
@@ -688,12 +957,15 @@ def mutual_information(
         permutations: the joint reading's number of permutations to
             average over (None: `JOINT_PERMUTATIONS`, 8); each costs one
             model call per pair. Unused by the split reading.
+        out_of_distribution: as for `kl_divergence`; `"fallback"` answers
+            a heavy-tailed pair with `ksg_mutual_information` (k = 3).
 
     Returns:
         The estimate in nats (clipped at 0): a float, or a float64 array
         `[batch]`.
 
     Raises:
+        TypeError: complex, string or object input.
         ValueError: as `kl_divergence`, and when `x` and `y` have
             different numbers of rows; `d` must be in 1..20 (1..8 for
             `mode="joint"`, 2..20 for `mode="split"`); the joint mode
@@ -710,7 +982,12 @@ def mutual_information(
     joint = None if mode is None else mode == "joint"
     if model is None and mode is None:
         return _by_dimension(
-            "mutual_information", x, y, batch_size, permutations=permutations
+            "mutual_information",
+            x,
+            y,
+            batch_size,
+            permutations=permutations,
+            out_of_distribution=out_of_distribution,
         )
     if model is None:
         # One reading asked for: its preset over its whole trained range.
@@ -725,10 +1002,13 @@ def mutual_information(
         model,
         batch_size,
         permutations=permutations,
+        out_of_distribution=out_of_distribution,
     )
 
 
-def same_distribution_probability(x, y, model=None, batch_size=64):
+def same_distribution_probability(
+    x, y, model=None, batch_size=64, out_of_distribution="warn"
+):
     """The probability that two sets come from the same distribution.
 
     The preset (`mst_two_sample`, Selby et al. Sec. 5.2.3, Table 4
@@ -750,15 +1030,20 @@ def same_distribution_probability(x, y, model=None, batch_size=64):
         model: None (the `mst_two_sample` preset), a preset name, or a
             `keras.Model` with a probability output (sigmoid).
         batch_size: pairs per model call.
+        out_of_distribution: `"warn"` (default: the model's answer, with
+            a warning, for a pair with heavier tails than its training
+            sets) or `"raise"`; there is no classical fallback.
 
     Returns:
         A probability: a float, or a float64 array `[batch]`.
 
     Raises:
+        TypeError: as `kl_divergence`.
         ValueError: as `kl_divergence`; `d` must be 8 for the preset.
     """
     estimator = "same_distribution_probability"
+    options = {"out_of_distribution": out_of_distribution}
     if model is None:
-        return _by_dimension(estimator, x, y, batch_size)
+        return _by_dimension(estimator, x, y, batch_size, **options)
     spec = _spec_for(estimator, model)
-    return _estimate(estimator, spec, x, y, model, batch_size)
+    return _estimate(estimator, spec, x, y, model, batch_size, **options)

@@ -33,8 +33,37 @@ def _check_k(k):
     return int(k)
 
 
+def _check_real(name, value):
+    """Raises a `TypeError` for complex input (a float64 conversion would
+    drop the imaginary parts without a word)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(value).dtype
+        except (TypeError, ValueError):
+            return
+    if np.dtype(dtype).kind == "c":
+        raise TypeError(
+            f"`{name}` must hold real numbers; complex samples are not "
+            "supported (pass the real and imaginary parts as separate "
+            f"coordinates). Received: {name} of dtype {dtype}"
+        )
+
+
+def _rescaled(x, y):
+    """`x` and `y` divided by the largest absolute value of both: one
+    positive factor, which the estimators here are invariant to, keeps
+    the distances finite and normal for values near the float64 limits
+    (1e155 and above, 1e-300 and below)."""
+    scale = max(np.max(np.abs(x), initial=0.0), np.max(np.abs(y), initial=0))
+    if scale == 0.0:
+        return x, y
+    return x / scale, y / scale
+
+
 def _check_samples(name, value):
     """Returns `value` as a finite float64 array `[n, d]`."""
+    _check_real(name, value)
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -161,6 +190,7 @@ def knn_kl_divergence(x, y, k=1):
             f"`y` must have at least k = {k} rows. Received: "
             f"y.shape={y.shape}, k={k}"
         )
+    x, y = _rescaled(x, y)
     rho, k_i = _kth_positive_distance(cKDTree(x), x, k, exclude_self=True)
     nu, l_i = _kth_positive_distance(cKDTree(y), x, k, exclude_self=False)
     if np.any(k_i < 0):
@@ -240,6 +270,7 @@ def ksg_mutual_information(x, y, k=3):
             f"`x` and `y` must have at least k + 1 = {k + 1} rows. "
             f"Received: {num} rows, k={k}"
         )
+    x, y = _rescaled(x, y)
     joint = np.concatenate([x, y], axis=1)
     # Column k of the (k + 1) nearest, the first being the point itself.
     eps, _ = cKDTree(joint).query(joint, k=[k + 1], p=np.inf)
@@ -261,6 +292,7 @@ def ksg_mutual_information(x, y, k=3):
 
 
 def _check_masked_sets(name, sets, mask):
+    _check_real(name, sets)
     sets = np.asarray(sets, dtype=np.float64)
     if sets.ndim != 3:
         raise ValueError(

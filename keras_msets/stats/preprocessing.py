@@ -210,3 +210,63 @@ def preprocess(preprocessing, x, y, x_mask=None, y_mask=None):
             f"preprocessing={name!r}"
         )
     return x.astype(np.float32), y.astype(np.float32)
+
+
+def tail_statistic(x, y, x_mask=None, y_mask=None):
+    """The largest sample kurtosis of any coordinate of either set.
+
+    For every pair, every coordinate of each set: `m4 / m2**2`, the fourth
+    central moment over the squared second (3 for a normal coordinate,
+    up to about the number of points when one point lies far out). The
+    estimators compute it on their prepared (whitened or standardized)
+    sets and compare it with what the presets' training sets give
+    (`keras_msets.estimators.pretrained.tail_thresholds`) to detect data
+    with heavier tails than any set a model was trained on.
+
+    Args:
+        x: float `[batch, n_max, d]`, padded sets.
+        y: float `[batch, m_max, e]`.
+        x_mask: boolean `[batch, n_max]` (True = real point); None: all.
+        y_mask: boolean `[batch, m_max]`; None: all.
+
+    Returns:
+        float64 `[batch]`; a constant coordinate counts as 0.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    x_mask, y_mask = _masks_for(x, y, x_mask, y_mask)
+    out = np.zeros(x.shape[0])
+    for values, mask in ((x, x_mask), (y, y_mask)):
+        weights = mask[..., None].astype(np.float64)
+        count = np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
+        mean = (values * weights).sum(axis=1, keepdims=True) / count
+        centred = (values - mean) * weights
+        m2 = (centred**2).sum(axis=1) / count[:, 0]
+        m4 = (centred**4).sum(axis=1) / count[:, 0]
+        positive = m2 > 0
+        kurtosis = np.where(positive, m4 / np.where(positive, m2, 1.0) ** 2, 0)
+        out = np.maximum(out, kurtosis.max(axis=1, initial=0.0))
+    return out
+
+
+def orient_to_x(x, y):
+    """Flips the sign of every coordinate of `y` that correlates negatively
+    with the same coordinate of `x`.
+
+    For paired samples (row `j` of `x` and of `y` one joint sample) with
+    the same number of columns: coordinate `k` of `y` is negated when the
+    sample covariance of `x[:, k]` and `y[:, k]` is negative, so the
+    result is the same for `y` and for `y` with any coordinates negated
+    (mutual information does not change under such a sign flip).
+
+    Args:
+        x: float `[n, d]`.
+        y: float `[n, d]`.
+
+    Returns:
+        float64 `[n, d]`, `y` with some coordinates negated.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    covariance = ((x - x.mean(axis=0)) * (y - y.mean(axis=0))).sum(axis=0)
+    return y * np.where(covariance < 0, -1.0, 1.0)

@@ -95,3 +95,40 @@ def test_no_lower_layer_imports_the_estimators():
                 wrong.append(f"{path.relative_to(PACKAGE)}: {module}")
     assert wrong == []
     assert (PACKAGE / "zoo" / "registry.py").is_file()  # the walk saw files
+
+
+def test_tail_statistic_matches_scipy_kurtosis_and_ignores_padding():
+    from scipy import stats
+
+    from keras_msets.stats.preprocessing import tail_statistic
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_t(2, size=(3, 40, 4))
+    y = rng.normal(size=(3, 30, 4))
+    x_mask = np.arange(40) < np.array([40, 25, 33])[:, None]
+    y_mask = np.arange(30) < np.array([30, 30, 12])[:, None]
+    padded_x = np.where(x_mask[..., None], x, 1e6)
+    padded_y = np.where(y_mask[..., None], y, -1e6)
+    got = tail_statistic(padded_x, padded_y, x_mask, y_mask)
+    expected = [
+        max(
+            stats.kurtosis(x[b][x_mask[b]], fisher=False).max(),
+            stats.kurtosis(y[b][y_mask[b]], fisher=False).max(),
+        )
+        for b in range(3)
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_orient_to_x_flips_the_negatively_correlated_coordinates():
+    from keras_msets.stats.preprocessing import orient_to_x
+
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(50, 3))
+    y = x * np.array([0.8, -0.8, 0.5]) + rng.normal(size=(50, 3))
+    oriented = orient_to_x(x, y)
+    for k in range(3):
+        corr = np.corrcoef(x[:, k], y[:, k])[0, 1]
+        np.testing.assert_array_equal(oriented[:, k], np.sign(corr) * y[:, k])
+        assert np.corrcoef(x[:, k], oriented[:, k])[0, 1] >= 0
+    np.testing.assert_array_equal(orient_to_x(x, -y), oriented)
