@@ -128,12 +128,12 @@ class ComplexMultiplicationPooling(keras.layers.Layer):
         if self.input_format == "log_polar":
             log_modulus = inputs[..., :num_states]
             direction = inputs[..., num_states:]
-            phase = msets_ops.complex_phase(direction)
+            phase, phase_lo = msets_ops.accurate_phase(direction)
         else:
             log_modulus = ops.log(msets_ops.complex_modulus(inputs))
-            phase = msets_ops.complex_phase(inputs)
+            phase, phase_lo = msets_ops.accurate_phase(inputs)
         log_modulus, phase = msets_ops.log_polar_product(
-            log_modulus, phase, mask=mask, axis=-2
+            log_modulus, phase, mask=mask, axis=-2, phase_lo=phase_lo
         )
         if self.use_initial_weights:
             log_modulus = log_modulus + ops.cast(

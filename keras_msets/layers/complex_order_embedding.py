@@ -68,10 +68,15 @@ class ComplexOrderEmbedding(keras.layers.Layer):
 
     Positions: the token at index `k` of a row (`k = 0, 1, ...`) has
     position `pos = k + 1`, as in the paper's code; position 0 is never
-    used. Positions count every index, padded or not, so left padding
-    shifts them. With `mask_zero=True`, id 0 marks padding: its output is
-    computed like any other id (as in `keras.layers.Embedding`) and the
-    layer returns the mask `ids != 0`, which the next layers receive.
+    used. Phases `omega * pos` are computed in float32 whatever the dtype
+    policy, reduced modulo 2 pi exactly (within about 1e-6 rad of float64
+    at `pos = 2e5` for `|omega| < 4`, see
+    `keras_msets.ops.position_phase`), and the output is cast to the
+    compute dtype last. Positions count every index, padded or not, so
+    left padding shifts them. With `mask_zero=True`, id 0 marks padding:
+    its output is computed like any other id (as in
+    `keras.layers.Embedding`) and the layer returns the mask `ids != 0`,
+    which the next layers receive.
 
     Sharing schemes (Table 4), for `frequency_sharing` and
     `amplitude_sharing`:
@@ -201,12 +206,15 @@ class ComplexOrderEmbedding(keras.layers.Layer):
             )
         else:
             frequency_initializer = self.frequency_initializer
+        # Every weight is read in full precision even under mixed
+        # precision (`autocast=False`): `call` computes in float32.
         self.frequency = self.add_weight(
             name="frequency",
             shape=_parameter_shape(
                 self.frequency_sharing, self.input_dim, self.output_dim
             ),
             initializer=frequency_initializer,
+            autocast=False,
         )
         amplitude_initializer = self.amplitude_initializer
         if self._amplitude_values is not None:
@@ -221,12 +229,14 @@ class ComplexOrderEmbedding(keras.layers.Layer):
                 self.amplitude_sharing, self.input_dim, self.output_dim
             ),
             initializer=amplitude_initializer,
+            autocast=False,
         )
         if self.use_initial_phase:
             self.initial_phase = self.add_weight(
                 name="initial_phase",
                 shape=(self.input_dim, self.output_dim),
                 initializer="zeros",
+                autocast=False,
             )
 
     def _lookup(self, parameter, sharing, ids):
@@ -248,19 +258,27 @@ class ComplexOrderEmbedding(keras.layers.Layer):
     def call(self, inputs):
         self._check_rank(inputs.shape)
         ids = check_token_ids("inputs", inputs, self.input_dim, "input_dim")
-        positions = ops.arange(1, ops.shape(ids)[-1] + 1)
-        positions = ops.expand_dims(ops.cast(positions, self.compute_dtype), -1)
+        # float32 (float64 for float64 weights) whatever the policy: float16
+        # cannot count positions past 2048 and bfloat16 past 256.
+        dtype = keras.backend.result_type(self.variable_dtype, "float32")
+        positions = ops.arange(1, ops.shape(ids)[-1] + 1, dtype="int32")
+        positions = ops.expand_dims(positions, -1)
         # Zeros `[batch, length, 1]` broadcast shared parameters to the ids.
-        zeros = ops.expand_dims(ops.zeros_like(ids, self.compute_dtype), -1)
-        frequency = self._lookup(self.frequency, self.frequency_sharing, ids)
-        phase = frequency * positions + zeros
+        zeros = ops.expand_dims(ops.zeros_like(ids, dtype), -1)
+        frequency = ops.cast(self.frequency, dtype)
+        frequency = self._lookup(frequency, self.frequency_sharing, ids)
+        # omega * pos modulo 2 pi, exact to about 1e-6 rad at pos = 1e5.
+        phase = msets_ops.position_phase(frequency + zeros, positions)
         if self.use_initial_phase:
-            phase = phase + ops.take(self.initial_phase, ids, axis=0)
-        amplitude = self._lookup(self.amplitude, self.amplitude_sharing, ids)
+            initial_phase = ops.cast(self.initial_phase, dtype)
+            phase = phase + ops.take(initial_phase, ids, axis=0)
+        amplitude = ops.cast(self.amplitude, dtype)
+        amplitude = self._lookup(amplitude, self.amplitude_sharing, ids)
         amplitude = amplitude + zeros
-        return msets_ops.complex_merge(
+        outputs = msets_ops.complex_merge(
             amplitude * ops.cos(phase), amplitude * ops.sin(phase)
         )
+        return ops.cast(outputs, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero:

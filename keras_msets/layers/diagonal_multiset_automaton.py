@@ -39,7 +39,11 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
     DeepSets stalled at about 25% on the units-digit task; with the tiny
     initialisation it learns it (see the `complex_deepsets_units_digit`
     preset). The phase is computed NaN-free even at `(0, 0)`
-    (`keras_msets.ops.complex_phase`).
+    (`keras_msets.ops.complex_phase`). Embeddings, angles and sums are
+    computed in float32 whatever the dtype policy (under mixed precision
+    the sub-layers use the float32 variable dtype) and the output is cast
+    to the compute dtype last; the sum of angles is exact modulo 2 pi (see
+    `ComplexMultiplicationPooling`).
 
     Args:
         alphabet_size: number of token ids, including the padding id 0 when
@@ -120,13 +124,19 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
             direction_initializer or _tiny_initializer()
         )
         self.supports_masking = True
+        # Under mixed precision the sub-layers compute in the variable dtype
+        # (float32): angles summed over long inputs need it. The output is
+        # cast to the compute dtype last.
+        inner_policy = self.dtype_policy
+        if self.compute_dtype != self.variable_dtype:
+            inner_policy = keras.DTypePolicy(self.variable_dtype)
 
         def embedding(name, initializer):
             return keras.layers.Embedding(
                 alphabet_size,
                 num_states,
                 embeddings_initializer=initializer,
-                dtype=self.dtype_policy,
+                dtype=inner_policy,
                 name=name,
             )
 
@@ -145,7 +155,7 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
             input_format="log_polar",
             output_format=output_format,
             use_initial_weights=use_initial_weights,
-            dtype=self.dtype_policy,
+            dtype=inner_policy,
             name="pooling",
         )
 
@@ -185,7 +195,7 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         if self.unit_modulus and self.output_format == "log_polar":
             # Drop sum(r), identically 0 (or lambda's constant log-modulus).
             outputs = outputs[:, : 2 * self.num_states]
-        return outputs
+        return ops.cast(outputs, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         return None

@@ -4,6 +4,7 @@ Everything here is written with `keras.ops` only, so it runs unchanged on
 the TensorFlow, JAX and PyTorch backends and on symbolic `KerasTensor`s.
 """
 
+from keras_msets.ops.complex import accurate_phase
 from keras_msets.ops.complex import complex_conjugate
 from keras_msets.ops.complex import complex_exp_i
 from keras_msets.ops.complex import complex_from_polar
@@ -14,6 +15,7 @@ from keras_msets.ops.complex import complex_multiply
 from keras_msets.ops.complex import complex_phase
 from keras_msets.ops.complex import complex_split
 from keras_msets.ops.complex import log_polar_product
+from keras_msets.ops.complex import position_phase
 from keras_msets.ops.masked import MASK_LOGIT
 from keras_msets.ops.masked import expand_mask
 from keras_msets.ops.masked import mask_logits
@@ -26,6 +28,7 @@ from keras_msets.ops.masked import masked_sum
 
 __all__ = [
     "MASK_LOGIT",
+    "accurate_phase",
     "complex_conjugate",
     "complex_exp_i",
     "complex_from_polar",
@@ -44,4 +47,5 @@ __all__ = [
     "masked_min",
     "masked_product",
     "masked_sum",
+    "position_phase",
 ]

@@ -15,6 +15,8 @@ away. Values elsewhere are exact and gradients at the origin are finite
 
 import math
 
+import keras
+import numpy as np
 from keras import ops
 from keras.backend import standardize_dtype
 
@@ -198,6 +200,64 @@ def complex_phase(x):
     return ops.where(nonzero, phase, ops.zeros_like(phase))
 
 
+def _float64_available():
+    """Whether the backend computes in float64 (JAX only with x64 on)."""
+    if keras.backend.backend() != "jax":
+        return True
+    # Without x64, JAX turns float64 arrays into float32 (silently here).
+    probe = ops.convert_to_tensor(np.zeros((), "float64"))
+    return standardize_dtype(probe.dtype) == "float64"
+
+
+def accurate_phase(x):
+    """Phase of a complex tensor as a float32 pair `(hi, lo)`, `hi + lo`.
+
+    `complex_phase` in float32 rounds every angle by up to an ulp (1.2e-7
+    to 2.4e-7 rad near 1 to 3), and float32 `atan2` implementations differ
+    by an ulp with a bias (PyTorch's against numpy's): summed over 1e5
+    elements that is up to 1e-2 rad. Where the backend computes in float64
+    (TensorFlow, PyTorch, JAX with x64 enabled) the angle is computed in
+    float64 and returned as `hi` (its float32 rounding) plus `lo` (the
+    rest), for `log_polar_product(..., phase_lo=lo)`; elsewhere `lo` is 0.
+    Conventions and gradients are those of `complex_phase`.
+
+    Args:
+        x: complex tensor `[..., 2 * d]`.
+
+    Returns:
+        A tuple `(hi, lo)` of real tensors `[..., d]` in `x`'s float dtype
+        (float32 for half precision inputs).
+    """
+    x = ops.convert_to_tensor(x)
+    dtype = _accumulation_dtype(x)
+    x = ops.cast(x, dtype)
+    if dtype == "float64" or not _float64_available():
+        hi = complex_phase(x)
+        return hi, ops.zeros_like(hi)
+    hi = complex_phase(x)
+    # The float64 angle by the half-angle formulas (Keras' PyTorch
+    # `arctan2` computes float64 inputs in float32): 2 atan(y / (r + x))
+    # for x >= 0, 2 atan((r - x) / y) otherwise (pi on the negative axis).
+    real, imag = complex_split(ops.cast(x, "float64"))
+    radius = ops.sqrt(real * real + imag * imag)
+    right = ops.greater_equal(real, 0)
+    numerator = ops.where(right, imag, radius - real)
+    denominator = ops.where(right, radius + real, imag)
+    on_axis = ops.equal(denominator, 0)
+    safe = ops.where(on_axis, ops.ones_like(denominator), denominator)
+    phase = 2.0 * ops.arctan(numerator / safe)
+    axis_angle = ops.where(
+        right, ops.zeros_like(real), ops.full_like(real, math.pi)
+    )
+    phase = ops.where(on_axis, axis_angle, phase)
+    lo = phase - ops.cast(hi, "float64")
+    # -pi and pi on the negative real axis (the sign of -0.0) are one angle.
+    lo = lo - _TWO_PI * ops.round(lo / _TWO_PI)
+    # Only the rounding of `hi`: no gradient (that of `hi` is exact).
+    lo = ops.stop_gradient(ops.cast(lo, dtype))
+    return hi, lo
+
+
 def complex_exp_i(theta):
     """Unit complex numbers `exp(i * theta) = cos(theta) + i sin(theta)`.
 
@@ -295,7 +355,7 @@ def _block_sums(hi, lo, length):
     return sums
 
 
-def _phase_sum(phase, axis, wrap_phase):
+def _phase_sum(phase, axis, wrap_phase, phase_lo=None):
     """Sum of angles along `axis`, accurate modulo 2 pi for long sets.
 
     A plain float32 sum of 10**5 angles of mean 1.3 ends near 1.3e5 rad,
@@ -309,6 +369,8 @@ def _phase_sum(phase, axis, wrap_phase):
     """
     phase = ops.moveaxis(phase, axis, -1)
     hi, lo = _split_phase(phase)
+    if phase_lo is not None:
+        lo = lo + ops.moveaxis(phase_lo, axis, -1)
     length = phase.shape[-1]
     if length is not None:
         while length > _PHASE_BLOCK:
@@ -329,8 +391,85 @@ def _phase_sum(phase, axis, wrap_phase):
     return hi + lo
 
 
+# `position_phase`: frequencies are split on a 2**-12 grid and positions in
+# 10-bit pieces, so every product below is exact in float32 for
+# |frequency| < 4 and positions < 2**20; 2 pi = _TURN_HI - _TURN_DELTA with
+# _TURN_HI a multiple of 2**-11 of 14 significant bits (Cody-Waite).
+_FREQUENCY_GRID = 2.0**12
+_POSITION_PIECE = 1024
+_TURN_HI = 12868.0 / 2048.0
+_TURN_DELTA = _TURN_HI - _TWO_PI
+
+
+def _reduce_exact(t):
+    """`t` minus whole turns; exact for `t` on a 2**-12 grid, < 1024 turns."""
+    turns = ops.stop_gradient(ops.round(t / _TWO_PI))
+    return (t - turns * _TURN_HI) + turns * _TURN_DELTA
+
+
+def position_phase(frequency, positions):
+    """Angles `frequency * positions` reduced modulo 2 pi, accurately.
+
+    A plain float32 product `omega * pos` rounds to half a float32 step of
+    the product: up to 4e-3 rad for `omega ~ 1` at `pos = 1e5`, and in
+    float16 positions past 2048 are not even integers. Here the frequency
+    is split as `omega_hi + omega_lo` (`omega_hi` on a 2**-12 grid) and the
+    position as `p1 * 1024 + p0`, so that `omega_hi * p0` and
+    `omega_hi * 1024 * p1` are exact in float32 and are reduced modulo
+    2 pi exactly; only `omega_lo * pos` (at most `pos / 8192` rad) rounds.
+    For `|frequency| < 4` and positions below 2**20 the result is within
+    about 1e-6 rad of the exact product modulo 2 pi (beyond, the error
+    grows like a float32 product's). Computed in float32 (float64 for
+    float64 frequencies) whatever the inputs' precision; the gradient with
+    respect to `frequency` is `positions`, as for the plain product.
+
+    Args:
+        frequency: real tensor of angular frequencies (rad per position).
+        positions: integer tensor of positions, broadcastable against
+            `frequency`; non-negative.
+
+    Returns:
+        A real tensor, the broadcast shape, of angles congruent to
+        `frequency * positions` modulo 2 pi, in about `[-3 pi, 3 pi]`.
+
+    Example:
+
+    >>> angle = keras_msets.ops.position_phase(1.0, 100000)
+    >>> float(angle)  # 100000 - 15915 * 2 pi = 3.1058362...
+    3.1058361530303955
+    """
+    frequency = ops.convert_to_tensor(frequency)
+    dtype = _accumulation_dtype(frequency)
+    frequency = ops.cast(frequency, dtype)
+    positions = ops.cast(positions, "int32")
+    high = ops.cast(positions // _POSITION_PIECE, dtype)
+    low = ops.cast(positions % _POSITION_PIECE, dtype)
+    grid = _FREQUENCY_GRID
+    frequency_hi = ops.stop_gradient(ops.round(frequency * grid) / grid)
+    frequency_lo = frequency - frequency_hi
+    # omega_hi * p0, exact.
+    low_part = _reduce_exact(frequency_hi * low)
+    # omega_hi * 1024 = m; m * p1 = (m mod 2 pi) * p1 + whole turns, where
+    # m - k * _TURN_HI and its product with p1 are exact.
+    scaled = frequency_hi * _POSITION_PIECE
+    turns = ops.stop_gradient(ops.round(scaled / _TWO_PI))
+    high_part = _reduce_exact((scaled - turns * _TURN_HI) * high)
+    # The rounded rest: omega_lo * pos, and k * p1 * (_TURN_HI - 2 pi).
+    rest = frequency_lo * ops.cast(positions, dtype)
+    rest = rest + (turns * high) * _TURN_DELTA
+    rest_turns = ops.stop_gradient(ops.round(rest / _TWO_PI))
+    rest = (rest - rest_turns * _TURN_HI) + rest_turns * _TURN_DELTA
+    return low_part + high_part + rest
+
+
 def log_polar_product(
-    log_modulus, phase, mask=None, axis=1, keepdims=False, wrap_phase=False
+    log_modulus,
+    phase,
+    mask=None,
+    axis=1,
+    keepdims=False,
+    wrap_phase=False,
+    phase_lo=None,
 ):
     """Product over a set of complex numbers given in log-polar form.
 
@@ -364,6 +503,9 @@ def log_polar_product(
         wrap_phase: if `True`, reduce the summed phase to `(-pi, pi]`. This
             is only cosmetic: `cos` and `sin` of the phase are unchanged
             (up to float32 rounding) and the gradient is the same.
+        phase_lo: optional low-order parts of the angles, same shape as
+            `phase` (each angle is `phase + phase_lo`), e.g. from
+            `accurate_phase`: angles known better than float32.
 
     Returns:
         A tuple `(log_modulus_sum, phase_sum)`, each shaped like the inputs
@@ -384,10 +526,15 @@ def log_polar_product(
     log_modulus = ops.cast(log_modulus, _accumulation_dtype(log_modulus))
     phase = ops.cast(phase, _accumulation_dtype(phase))
     log_modulus_sum = masked_sum(log_modulus, mask, axis, keepdims)
+    if phase_lo is not None:
+        phase_lo = ops.cast(ops.convert_to_tensor(phase_lo), phase.dtype)
+        _check_same_shape(phase, phase_lo, "phase", "phase_lo")
     if mask is not None:
         valid = expand_mask(mask, phase, axis)
         phase = ops.where(valid, phase, ops.zeros_like(phase))
-    phase_sum = _phase_sum(phase, axis, wrap_phase)
+        if phase_lo is not None:
+            phase_lo = ops.where(valid, phase_lo, ops.zeros_like(phase_lo))
+    phase_sum = _phase_sum(phase, axis, wrap_phase, phase_lo)
     if keepdims:
         phase_sum = ops.expand_dims(phase_sum, axis)
     return log_modulus_sum, phase_sum

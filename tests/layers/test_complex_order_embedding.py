@@ -258,6 +258,33 @@ class ComplexOrderEmbeddingTest(testing.TestCase):
                 amplitude_initializer=np.zeros((5, 4)),
             )
 
+    def test_long_positions_and_mixed_precision(self):
+        # omega * pos in float32 loses 4e-3 rad at pos = 1e5; float16 gives
+        # NaN from position 65520 on, bfloat16 5 % errors from ~200.
+        length, vocab, dim = 200_000, 5, 3
+        ids = (np.arange(length) % (vocab - 1) + 1).astype("int32")[None]
+        rng = np.random.default_rng(4)
+        frequency = rng.uniform(1e-4, 3, (vocab, dim)).astype("float32")
+        amplitude = rng.uniform(0.5, 1, (vocab, dim)).astype("float32")
+        expected = _reference(
+            ids, frequency, amplitude, None, ("none", "none"), dim
+        )
+        for policy, atol in (
+            ("float32", 1e-5),
+            ("mixed_float16", 2e-3),
+            ("mixed_bfloat16", 1e-2),
+        ):
+            layer = layers.ComplexOrderEmbedding(vocab, dim, dtype=policy)
+            layer.build(ids.shape)
+            layer.set_weights([frequency, amplitude])
+            out = layer(ids)
+            self.assertEqual(
+                keras.backend.standardize_dtype(out.dtype),
+                layer.compute_dtype,
+            )
+            out = keras.ops.convert_to_numpy(out).astype("float64")
+            self.assertAllClose(out, expected, atol=atol, msg=policy)
+
     def test_bad_token_ids_and_ranks(self):
         layer = layers.ComplexOrderEmbedding(10, 4)
         for bad in (10, -1):

@@ -120,6 +120,26 @@ class DiagonalMultisetAutomatonTest(testing.TestCase):
         out = keras.ops.convert_to_numpy(layer(long_ids.astype("int32")))
         assert np.all(np.isfinite(out))
 
+    def test_mixed_precision_over_1e5_tokens(self):
+        # float16 embeddings and sums gave cos/sin errors of 1-2 (NaN on
+        # PyTorch) at 1e5 tokens; everything is float32 inside now.
+        ids = np.random.default_rng(2).integers(1, 10, size=(1, 100_000))
+        ids = ids.astype("int32")
+        reference = layers.DiagonalMultisetAutomaton(10, 3)
+        reference.build(ids.shape)
+        layer = layers.DiagonalMultisetAutomaton(10, 3, dtype="mixed_float16")
+        layer.build(ids.shape)
+        layer.set_weights(reference.get_weights())
+        out = layer(ids)
+        self.assertEqual(keras.backend.standardize_dtype(out.dtype), "float16")
+        out = keras.ops.convert_to_numpy(out).astype("float64")
+        r, x, y = (w.astype("float64") for w in reference.get_weights())
+        angle = np.arctan2(y, x)[ids[0]].sum(0)
+        got = np.arctan2(out[0, 3:6], out[0, :3])
+        error = np.abs(np.angle(np.exp(1j * (got - angle))))
+        assert error.max() < 2e-3, error  # float16 cos and sin outputs
+        self.assertAllClose(out[0, 6:], r[ids[0]].sum(0), rtol=1e-3)
+
     def test_bad_arguments(self):
         with pytest.raises(ValueError, match="alphabet_size.*Received"):
             layers.DiagonalMultisetAutomaton(0, 4)

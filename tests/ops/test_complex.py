@@ -463,6 +463,54 @@ def test_phase_sums_are_float32_for_half_inputs():
     assert np.abs(error).max() < 1e-5
 
 
+def test_position_phase_matches_float64():
+    # A plain float32 omega * pos rounds to half a float32 step of the
+    # product: up to 4e-3 rad for omega ~ 1 at pos = 1e5 (0.1 rad here).
+    positions = np.array(
+        [1, 2, 1023, 1024, 4097, 65520, 70000, 99999, 100000, 150001, 200000]
+    )
+    omega = np.array(
+        [0.0, 1e-4, 3.7e-3, 0.1, 1.0, 1.37, 2.0, 2.9999, 3.0, -1.3, math.pi]
+    ).astype("float32")
+    out = msets_ops.position_phase(omega[None, :], positions[:, None])
+    assert keras.backend.standardize_dtype(out.dtype) == "float32"
+    out = np_(out).astype("float64")
+    expected = omega.astype("float64")[None, :] * positions[:, None]
+    error = np.abs(np.angle(np.exp(1j * (out - expected))))
+    assert error.max() < 2e-6, error.max()
+    assert np.abs(out).max() < 3 * math.pi + 1e-3
+    # float16 frequencies are computed in float32 too.
+    half = msets_ops.position_phase(omega.astype("float16"), 100000)
+    expected = omega.astype("float16").astype("float64") * 100000
+    error = np.angle(np.exp(1j * (np_(half).astype("f8") - expected)))
+    assert np.abs(error).max() < 2e-6
+
+    # The gradient with respect to the frequency is the position.
+    def loss(t):
+        return ops.sum(msets_ops.position_phase(t, positions[:, None]))
+
+    g = grad_of(loss, np.ones((1, 3), "float32"))
+    np.testing.assert_allclose(g, np.full((1, 3), positions.sum()), rtol=1e-6)
+
+
+def test_accurate_phase_is_the_float64_angle():
+    rng = np.random.default_rng(10)
+    x = rng.uniform(-1, 1, (3, 50, 4)).astype("float32")
+    x[0, 0] = [0, -1, 0, 0]  # the origin and the negative real axis
+    x[0, 1] = [0, -2, -1, 1e-30]  # -i, and just above the negative axis
+    hi, lo = msets_ops.accurate_phase(x)
+    hi, lo = np_(hi).astype("float64"), np_(lo).astype("float64")
+    xd = x.astype("float64")
+    expected = np.arctan2(xd[..., 2:], xd[..., :2])
+    # hi is the float32 phase; hi + lo the exact one where the backend has
+    # float64 (a JAX without x64 returns lo = 0).
+    np.testing.assert_allclose(hi, expected, atol=3e-7)
+    error = np.abs(np.angle(np.exp(1j * (hi + lo - expected))))
+    if BACKEND != "jax":
+        assert error.max() < 1e-12, error.max()
+        assert np.abs(lo).max() > 0
+
+
 # --------------------------------------------------------------- properties
 
 
