@@ -8,10 +8,12 @@ key the weight files and are frozen.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_msets import ops as msets_ops
 from keras_msets.layers._feed_forward_block import FeedForwardBlock
+from keras_msets.ops.checks import check_mask
 from keras_msets.utils.validation import check_positive_int
 from keras_msets.utils.validation import check_rate
 
@@ -25,6 +27,73 @@ def check_set_shape(input_shape, name="inputs"):
             f"`dim`. Received: {name}.shape={input_shape}"
         )
     return input_shape
+
+
+def as_features(x, dtype, name="inputs"):
+    """Set features as a floating tensor: integers and booleans are cast.
+
+    Integer features (counts, one-hot codes) give the same result as the
+    same values in floating point; any other dtype is a `TypeError`.
+    """
+    x_dtype = keras.backend.standardize_dtype(x.dtype)
+    if "float" in x_dtype:
+        return x
+    if "int" in x_dtype or x_dtype == "bool":
+        return ops.cast(x, dtype)
+    raise TypeError(
+        f"`{name}` must hold numbers (a float, int or bool dtype). "
+        f"Received: {name} with dtype={x_dtype}"
+    )
+
+
+def check_mask_argument(name, mask):
+    """A `TypeError` for a mask that is not boolean, int or float.
+
+    Called before Keras converts the call arguments to tensors (a string
+    mask would otherwise fail there with a backend error). `mask` may also
+    be a list of masks (or None entries), one per set.
+    """
+    if mask is None:
+        return
+    if isinstance(mask, (list, tuple)) and not all(
+        isinstance(m, (bool, int, float)) for m in mask
+    ):
+        for k, m in enumerate(mask):
+            check_mask_argument(f"{name}[{k}]", m)
+        return
+    dtype = getattr(mask, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(mask).dtype
+    if isinstance(dtype, np.dtype) and dtype.kind not in "biuf":
+        raise TypeError(
+            f"`{name}` must be a boolean tensor. Received: {name} with "
+            f"dtype={dtype}"
+        )
+
+
+def set_mask(name, mask, x):
+    """Checks a mask of the set `x [batch, n, ...]`; returns it as bool.
+
+    The mask is `[batch, n]`, or covers more leading axes of `x` (Keras's
+    mask over every axis but the last).
+    """
+    if mask is None:
+        return None
+    rank = len(mask.shape)
+    shape = tuple(x.shape)[: min(max(rank, 2), len(x.shape) - 1)]
+    return check_mask(name, mask, shape)
+
+
+def repeat_for_batch(weight, x):
+    """`weight [m, dim]` repeated for every set of `x`: `[batch, m, dim]`.
+
+    Read from `x`'s batch size only, so an empty set (`n = 0`) still gets
+    its `m` vectors.
+    """
+    weight = ops.cast(weight, x.dtype)
+    return ops.broadcast_to(
+        ops.expand_dims(weight, 0), (ops.shape(x)[0],) + tuple(weight.shape)
+    )
 
 
 def zero_padding(x, mask):
@@ -155,6 +224,9 @@ class MultiheadAttentionBlock(FeedForwardBlock):
                 ops.expand_dims(query_valid, -1),
                 ops.expand_dims(value_mask, 1),
             )
+        if value.shape[1] == 0:
+            # No keys at all: the attention term of an all-masked set.
+            return self.feed_forward(self.attention_norm(query))
         attended = self.attention(
             query,
             value,

@@ -21,6 +21,9 @@ training=None)` that returns a tensor shaped like `query`, built with
 import keras
 from keras import ops
 
+from keras_msets.layers._multihead_attention_block import as_features
+from keras_msets.layers._multihead_attention_block import check_mask_argument
+from keras_msets.layers._multihead_attention_block import set_mask
 from keras_msets.layers._multihead_attention_block import zero_padding
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_choice
@@ -289,8 +292,10 @@ class MultisetBlock(keras.layers.Layer):
         self._check_shapes([tuple(x.shape) for x in inputs])
         masks = self._resolve_masks(masks, mask, len(inputs))
         sets, set_masks = [], []
-        for x, m in zip(inputs, masks, strict=True):
+        for k, (x, m) in enumerate(zip(inputs, masks, strict=True)):
+            x = as_features(x, self.compute_dtype, f"inputs[{k}]")
             if m is not None:
+                m = set_mask(f"masks[{k}]", m, x)
                 x, m = zero_padding(x, _set_mask(m))
             sets.append(x)
             set_masks.append(m)
@@ -340,6 +345,11 @@ class MultisetBlock(keras.layers.Layer):
             norm = self.merge_norms[self._merge_index(k)]
             outputs.append(norm(sets[k] + merged))
         return outputs
+
+    def __call__(self, inputs, *args, **kwargs):
+        check_mask_argument("masks", kwargs.get("masks"))
+        check_mask_argument("mask", kwargs.get("mask"))
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, masks=None, mask=None, training=None):
         sets, set_masks = self.prepare_sets(inputs, masks, mask)

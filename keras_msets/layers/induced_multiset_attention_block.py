@@ -1,11 +1,11 @@
 import keras
-from keras import ops
 
 from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
 from keras_msets.layers._multihead_attention_block import block_arguments
+from keras_msets.layers._multihead_attention_block import repeat_for_batch
 from keras_msets.layers._multiset_block import MultisetBlock
 from keras_msets.utils.validation import check_positive_int
 
@@ -166,9 +166,7 @@ class InducedMultisetAttentionBlock(MultisetBlock):
         for j, (x, set_mask) in enumerate(zip(sets, set_masks, strict=True)):
             index = self._summary_index(j)
             # [batch, m, dim]: the inducing points, once per set.
-            inducing = ops.expand_dims(
-                self.inducing_points[index], 0
-            ) + ops.zeros_like(x[:, :1, :1])
+            inducing = repeat_for_batch(self.inducing_points[index], x)
             summaries.append(
                 self.inducing_blocks[index](
                     inducing, x, value_mask=set_mask, training=training

@@ -1,11 +1,14 @@
 import keras
-from keras import ops
 
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
+from keras_msets.layers._multihead_attention_block import as_features
 from keras_msets.layers._multihead_attention_block import block_arguments
+from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import check_set_shape
+from keras_msets.layers._multihead_attention_block import repeat_for_batch
+from keras_msets.layers._multihead_attention_block import set_mask
 from keras_msets.layers._multihead_attention_block import zero_padding
 from keras_msets.utils.validation import check_positive_int
 
@@ -115,13 +118,16 @@ class InducedSetAttentionBlock(keras.layers.Layer):
         self.inducing_block.build(inducing_shape, input_shape)
         self.output_block.build(input_shape, inducing_shape)
 
+    def __call__(self, inputs, *args, **kwargs):
+        check_mask_argument("mask", kwargs.get("mask"))
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, mask=None, training=None):
         check_set_shape(inputs.shape)
-        x, mask = zero_padding(inputs, mask)
+        inputs = as_features(inputs, self.compute_dtype)
+        x, mask = zero_padding(inputs, set_mask("mask", mask, inputs))
         # [batch, m, dim]: the inducing points, once per set.
-        inducing = ops.expand_dims(self.inducing_points, 0) + ops.zeros_like(
-            x[:, :1, :1]
-        )
+        inducing = repeat_for_batch(self.inducing_points, x)
         summary = self.inducing_block(
             inducing, x, value_mask=mask, training=training
         )

@@ -68,6 +68,9 @@ class RelationBlock(FeedForwardBlock):
         self.build_feed_forward(query_shape)
 
     def call(self, query, value, value_mask=None, training=None):
+        if 0 in tuple(query.shape)[:2]:
+            # No query at all: the output is empty, and so is every pair.
+            return self.feed_forward(self.relation_norm(query))
         dim = query.shape[-1]
         from_query = ops.matmul(query, self.pair_kernel[:dim])
         from_value = ops.matmul(value, self.pair_kernel[dim:])

@@ -1,11 +1,14 @@
 import keras
-from keras import ops
 
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
+from keras_msets.layers._multihead_attention_block import as_features
 from keras_msets.layers._multihead_attention_block import block_arguments
+from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import check_set_shape
+from keras_msets.layers._multihead_attention_block import repeat_for_batch
+from keras_msets.layers._multihead_attention_block import set_mask
 from keras_msets.layers._multihead_attention_block import zero_padding
 from keras_msets.utils.validation import check_positive_int
 
@@ -105,11 +108,16 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
         )
         self.block.build((input_shape[0], self.num_seeds, dim), input_shape)
 
+    def __call__(self, inputs, *args, **kwargs):
+        check_mask_argument("mask", kwargs.get("mask"))
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, mask=None, training=None):
         check_set_shape(inputs.shape)
-        x, mask = zero_padding(inputs, mask)
+        inputs = as_features(inputs, self.compute_dtype)
+        x, mask = zero_padding(inputs, set_mask("mask", mask, inputs))
         # [batch, k, dim]: the seeds, once per set.
-        seeds = ops.expand_dims(self.seeds, 0) + ops.zeros_like(x[:, :1, :1])
+        seeds = repeat_for_batch(self.seeds, x)
         return self.block(seeds, x, value_mask=mask, training=training)
 
     def compute_mask(self, inputs, mask=None):

@@ -3,8 +3,11 @@ import keras
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
 )
+from keras_msets.layers._multihead_attention_block import as_features
 from keras_msets.layers._multihead_attention_block import block_arguments
+from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import check_set_shape
+from keras_msets.layers._multihead_attention_block import set_mask
 from keras_msets.layers._multihead_attention_block import zero_padding
 
 
@@ -91,9 +94,14 @@ class SetAttentionBlock(keras.layers.Layer):
         input_shape = check_set_shape(input_shape)
         self.block.build(input_shape, input_shape)
 
+    def __call__(self, inputs, *args, **kwargs):
+        check_mask_argument("mask", kwargs.get("mask"))
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, mask=None, training=None):
         check_set_shape(inputs.shape)
-        x, mask = zero_padding(inputs, mask)
+        inputs = as_features(inputs, self.compute_dtype)
+        x, mask = zero_padding(inputs, set_mask("mask", mask, inputs))
         return self.block(x, x, value_mask=mask, training=training)
 
     def compute_mask(self, inputs, mask=None):
