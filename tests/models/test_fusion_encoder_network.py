@@ -484,17 +484,18 @@ class FusionEncoderNetworkTest(TestCase):
             model(np.zeros((2, 5), "int32"))
 
     def test_token_ids_are_checked(self):
-        # Length 6 is padded to 8 with the learned padding token, id 3
+        # Length 3 is padded to 4 with the learned padding token, id 3
         # (= vocabulary_size): an input id 3 would be read as padding, and
         # a negative one wrap around to another row.
-        model = _small(sequence_length=6)
-        model(np.zeros((1, 6), "int32"))
+        model = _small(sequence_length=3, sharing="all")
+        model(np.zeros((1, 3), "int32"))
+        fused = model.fuse()
         model.compile(optimizer="sgd", loss="binary_crossentropy")
         y = np.zeros((1, 1), "float32")
         before = [keras.ops.convert_to_numpy(w) for w in model.weights]
         for bad, low, high in (
-            ([[1, 2, 3, 1, 0, 0]], 0, 3),
-            ([[1, 2, -1, 1, 0, 0]], -1, 2),
+            ([[1, 3, 0]], 0, 3),
+            ([[1, -1, 2]], -1, 2),
         ):
             bad = np.array(bad, "int32")
 
@@ -510,13 +511,13 @@ class FusionEncoderNetworkTest(TestCase):
                 model.segment_outputs,
                 model.encodings,
                 model.segment_token_counts,
-                model.fuse(),
+                fused,
             ):
                 with pytest.raises(ValueError, match=message("inputs")):
                     call(bad)
             for step in (
                 lambda bad=bad: model.predict(bad, verbose=0),
-                lambda bad=bad: model.fuse().predict(bad, verbose=0),
+                lambda bad=bad: fused.predict(bad, verbose=0),
                 lambda bad=bad: model.predict_on_batch(bad),
                 lambda bad=bad: model.evaluate(bad, y, verbose=0),
                 lambda bad=bad: model.fit(bad, y, verbose=0),
@@ -526,7 +527,7 @@ class FusionEncoderNetworkTest(TestCase):
                     step()
         for old, new in zip(before, model.weights, strict=True):
             self.assertAllClose(old, keras.ops.convert_to_numpy(new))
-        floats = np.array([[1.9, 2.0, 0.0, 1.0, 0.0, 0.0]], "float32")
+        floats = np.array([[1.9, 2.0, 0.0]], "float32")
         with pytest.raises(TypeError, match="`inputs` must hold integer"):
             model(floats)
         with pytest.raises(TypeError, match="`x` must hold integer"):
