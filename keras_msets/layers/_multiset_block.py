@@ -22,6 +22,9 @@ import keras
 from keras import ops
 
 from keras_msets.layers._multihead_attention_block import as_features
+from keras_msets.layers._multihead_attention_block import (
+    check_features_argument,
+)
 from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import set_mask
 from keras_msets.layers._multihead_attention_block import zero_padding
@@ -347,8 +350,9 @@ class MultisetBlock(keras.layers.Layer):
         return outputs
 
     def __call__(self, inputs, *args, **kwargs):
-        check_mask_argument("masks", kwargs.get("masks"))
-        check_mask_argument("mask", kwargs.get("mask"))
+        check_features_argument("inputs", inputs)
+        check_mask_argument("masks", kwargs.get("masks"), inputs)
+        check_mask_argument("mask", kwargs.get("mask"), inputs)
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, masks=None, mask=None, training=None):

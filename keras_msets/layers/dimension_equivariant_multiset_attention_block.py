@@ -79,6 +79,9 @@ class MultichannelMultiHeadAttention(keras.layers.Layer):
         )
 
     def call(self, query, value, value_mask=None, training=None):
+        if value.shape[1] == 0:
+            # No keys at all: the attention term of an all-masked set.
+            return ops.zeros_like(query)
         q = self.query_dense(query) * (1.0 / math.sqrt(self.key_dim))
         k = self.key_dense(value)
         v = self.value_dense(value)

@@ -5,6 +5,9 @@ from keras_msets.layers._multihead_attention_block import (
 )
 from keras_msets.layers._multihead_attention_block import as_features
 from keras_msets.layers._multihead_attention_block import block_arguments
+from keras_msets.layers._multihead_attention_block import (
+    check_features_argument,
+)
 from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import repeat_for_batch
@@ -119,7 +122,8 @@ class InducedSetAttentionBlock(keras.layers.Layer):
         self.output_block.build(input_shape, inducing_shape)
 
     def __call__(self, inputs, *args, **kwargs):
-        check_mask_argument("mask", kwargs.get("mask"))
+        check_features_argument("inputs", inputs)
+        check_mask_argument("mask", kwargs.get("mask"), inputs)
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, mask=None, training=None):

@@ -644,3 +644,88 @@ class MultisetAttentionBlockTest(testing.TestCase):
     # induced_multiset_attention_block, multiset_relation_block and
     # dimension_equivariant_multiset_attention_block (tests/golden/cases.py)
     # are checked on every backend by tests/testing/test_golden.py.
+
+    def test_empty_set_is_the_all_masked_set(self):
+        for key, (cls, kwargs) in LAYERS.items():
+            sets, masks = _inputs_for(key, seed=7)
+            layer = cls(**kwargs)
+            layer(sets)
+            _randomize(layer, seed=2)
+            for k in range(2):
+                with self.subTest(key=key, empty=k):
+                    no_mask = np.zeros_like(masks[k])
+                    full = list(masks)
+                    full[k] = no_mask
+                    masked = layer(sets, masks=full)
+                    empty_sets = list(sets)
+                    empty_sets[k] = sets[k][:, :0]
+                    empty_masks = list(masks)
+                    empty_masks[k] = None
+                    out = layer(empty_sets, masks=empty_masks)
+                    self.assertEqual(
+                        tuple(out[k].shape), tuple(sets[k][:, :0].shape)
+                    )
+                    other = 1 - k
+                    self.assertTrue(np.isfinite(_numpy(out[other])).all())
+                    self.assertAllClose(
+                        out[other], masked[other], atol=1e-5, rtol=1e-5
+                    )
+
+    def test_batch_zero(self):
+        for key, (cls, kwargs) in LAYERS.items():
+            sets, _ = _inputs_for(key)
+            with self.subTest(key):
+                out = cls(**kwargs)([x[:0] for x in sets])
+                for x, o in zip(sets, out, strict=True):
+                    self.assertEqual(tuple(o.shape), tuple(x[:0].shape))
+
+    def test_integer_features_are_cast(self):
+        for key, (cls, kwargs) in LAYERS.items():
+            sets, masks = _inputs_for(key, seed=3)
+            ints = [np.round(3 * x).astype("int32") for x in sets]
+            layer = cls(**kwargs)
+            with self.subTest(key):
+                out = layer(ints, masks=masks)
+                floats = layer([x.astype("float32") for x in ints], masks=masks)
+                for o, f in zip(out, floats, strict=True):
+                    self.assertEqual(
+                        keras.backend.standardize_dtype(o.dtype), "float32"
+                    )
+                    self.assertAllClose(o, f, atol=1e-6)
+        # msab against numpy float64 on integer features: T_00 and T_01 of
+        # a layer with merge="sum" and cross_only=False.
+        sets, masks = _sets(seed=5)
+        ints = [np.round(3 * x).astype("int32") for x in sets]
+        layer = MSAB(2, merge="sum", weight_sharing="symmetric")
+        out = layer(ints, masks=masks)
+        x = [
+            i.astype("float64") * m[..., None]
+            for i, m in zip(ints, masks, strict=True)
+        ]
+        terms = _reference_mab(
+            layer.self_blocks[0], x[0], x[0], masks[0]
+        ) + _reference_mab(layer.cross_blocks[0], x[0], x[1], masks[1])
+        expected = _layer_norm(x[0] + terms, layer.merge_norms[0])
+        self.assertAllClose(
+            _numpy(out[0])[masks[0]], expected[masks[0]], atol=1e-5
+        )
+
+    def test_bad_masks(self):
+        x = np.zeros((2, 3, 4), "float32")
+        y = np.zeros((2, 5, 4), "float32")
+        ok = np.ones((2, 3), bool)
+        layer = MSAB(2)
+        with pytest.raises(TypeError, match="`masks\\[1\\]`.*Received"):
+            layer([x, y], masks=[ok, np.full((2, 5), "a")])
+        with pytest.raises(TypeError, match="`mask\\[0\\]`.*Received"):
+            layer([x, y], mask=[np.full((2, 3), "a"), None])
+        with pytest.raises(ValueError, match=r"\(2, 5\).*\(2, 3\)"):
+            layer([x, y], masks=[ok, ok])
+        with pytest.raises(TypeError, match="`inputs\\[0\\]`"):
+            layer([np.full((2, 3, 4), "a"), y])
+        # Static shapes and dtypes are checked on symbolic inputs too.
+        a, b = keras.Input((3, 4)), keras.Input((5, 4))
+        with pytest.raises(ValueError, match=r"masks\[1\].shape=\(None, 3\)"):
+            layer([a, b], masks=[None, keras.Input((3,), dtype="bool")])
+        with pytest.raises(TypeError, match="`inputs\\[1\\]`"):
+            layer([a, keras.Input((5, 4), dtype="string")])

@@ -266,3 +266,81 @@ class SetAttentionBlocksTest(testing.TestCase):
     # The golden cases set_attention_block, induced_set_attention_block and
     # pooling_by_multihead_attention (tests/golden/cases.py) are checked,
     # with their cross-backend .keras loads, by tests/testing/test_golden.py.
+
+    def test_empty_set_is_the_all_masked_set(self):
+        x, _ = _sets(batch=2, n=5, seed=4)
+        no_mask = np.zeros((2, 5), bool)
+        for key, (cls, kwargs) in LAYERS.items():
+            layer = cls(**kwargs)
+            with self.subTest(key):
+                masked = _numpy(layer(x, mask=no_mask))
+                _randomize(layer, seed=1)
+                empty = _numpy(layer(np.zeros((2, 0, 8), "float32")))
+                self.assertTrue(np.isfinite(empty).all())
+                if key != "pma":  # Equivariant: one output per element.
+                    self.assertEqual(empty.shape, (2, 0, 8))
+                    continue
+                self.assertEqual(empty.shape, masked.shape)
+                # MAB(S, {}) = LN(H + FF(H)), H = LN(S), in numpy float64.
+                seeds = _numpy(layer.seeds).astype("float64")[None]
+                expected = _reference_mab(
+                    layer.block, seeds, x[:1] * 0.0, no_mask[:1]
+                )
+                self.assertAllClose(empty, np.repeat(expected, 2, 0), 1e-5)
+                self.assertAllClose(
+                    empty, layer(x, mask=no_mask), atol=1e-6, rtol=1e-6
+                )
+
+    def test_batch_zero(self):
+        for key, (cls, kwargs) in LAYERS.items():
+            layer = cls(**kwargs)
+            with self.subTest(key):
+                out = layer(np.zeros((0, 5, 8), "float32"))
+                expected = (0, 1, 8) if key == "pma" else (0, 5, 8)
+                self.assertEqual(tuple(out.shape), expected)
+
+    def test_integer_features_are_cast(self):
+        ids = np.arange(2 * 5 * 8).reshape(2, 5, 8) % 7
+        mask = np.array([[1, 1, 1, 0, 0], [1] * 5], bool)
+        for key, (cls, kwargs) in LAYERS.items():
+            layer = cls(**kwargs)
+            with self.subTest(key):
+                out = layer(ids.astype("int32"), mask=mask)
+                self.assertEqual(
+                    keras.backend.standardize_dtype(out.dtype), "float32"
+                )
+                self.assertAllClose(
+                    out, layer(ids.astype("float32"), mask=mask), atol=1e-6
+                )
+                if key == "sab":
+                    expected = _reference_mab(
+                        layer.block,
+                        ids.astype("float64") * mask[..., None],
+                        ids.astype("float64"),
+                        mask,
+                    )
+                    self.assertAllClose(out[mask], expected[mask], atol=1e-5)
+        # Symbolic integer inputs build a functional model.
+        inputs = keras.Input((None, 8), dtype="int32")
+        outputs = layers.SetAttentionBlock(2)(inputs)
+        self.assertEqual(tuple(outputs.shape), (None, None, 8))
+        with pytest.raises(TypeError, match="`inputs`"):
+            layers.SetAttentionBlock(2)(keras.Input((5, 8), dtype="string"))
+
+    def test_bad_masks(self):
+        x = np.zeros((1, 3, 8), "float32")
+        for key, (cls, kwargs) in LAYERS.items():
+            layer = cls(**kwargs)
+            with self.subTest(key):
+                with pytest.raises(TypeError, match="`mask`.*Received"):
+                    layer(x, mask=np.array([["a", "b", "c"]]))
+                with pytest.raises(ValueError, match=r"\(1, 3\).*\(1, 4\)"):
+                    layer(x, mask=np.ones((1, 4), bool))
+                with pytest.raises(ValueError, match="Received: mask.shape"):
+                    layer(x, mask=np.ones((3,), bool))
+                # Static shapes are checked on symbolic inputs too.
+                with pytest.raises(ValueError, match="Received: mask.shape"):
+                    layer(
+                        keras.Input((3, 8)),
+                        mask=keras.Input((4,), dtype="bool"),
+                    )
