@@ -530,6 +530,48 @@ def test_batch_zero_and_all_padding_ids(name, shape):
     assert_finite(out)
 
 
+# Order-free id encoders: a long sequence and its reverse give the same
+# result (a reference that needs no model of the layer).
+LONG_ID_OBJECTS = ["DiagonalMultisetAutomaton", "ComplexDeepSets", "DeepSets"]
+
+
+@pytest.mark.parametrize("name", LONG_ID_OBJECTS)
+@FEW
+@given(data=st.data())
+def test_long_sequences_are_finite_and_order_free(name, data):
+    length = data.draw(st.sampled_from([5_000, 20_000]))
+    seed = data.draw(st.integers(0, 2**16))
+    ids = np.random.default_rng(seed).integers(1, VOCAB, (1, length))
+    ids = ids.astype("int32")
+    obj = _id_object(name)
+    out = numpy(obj(ids))
+    assert_finite(out)
+    reversed_out = numpy(obj(ids[:, ::-1].copy()))
+    np.testing.assert_allclose(reversed_out, out, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(ID_LAYERS))
+@pytest.mark.parametrize(
+    "policy, atol", [("mixed_float16", 2e-2), ("mixed_bfloat16", 8e-2)]
+)
+def test_id_layers_under_mixed_precision_match_float32(name, policy, atol):
+    ids = (np.arange(8) % (VOCAB - 1) + 1).reshape(2, 4).astype("int32")
+    reference = _id_object(name)
+    expected = numpy(reference(ids))
+    keras.utils.set_random_seed(0)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        layer = ID_LAYERS[name]()
+        layer(ids)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    layer.set_weights(reference.get_weights())
+    got = numpy(layer(ids))
+    assert_finite(got)
+    np.testing.assert_allclose(got, expected, atol=atol, rtol=atol)
+
+
 # ---------------------------------------------------------------------------
 # Multi-set models: dict inputs {"sets": [...], "masks": [...]}.
 # ---------------------------------------------------------------------------
