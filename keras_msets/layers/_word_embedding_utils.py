@@ -2,12 +2,14 @@
 
 Private: `WordPositionEmbedding` and `ComplexVanillaEmbedding` take an
 initializer or an array for their word vectors; these helpers tell the two
-apart and turn token ids of any dtype into integer ids.
+apart and check token ids.
 """
 
 import keras
 import numpy as np
 from keras import ops
+
+from keras_msets.ops.checks import check_token_ids
 
 
 def matrix_or_initializer(value, shape, name):
@@ -36,8 +38,10 @@ def array_initializer(values):
     return initializer
 
 
-def as_ids(inputs):
-    dtype = keras.backend.standardize_dtype(inputs.dtype)
-    if not keras.backend.is_int_dtype(dtype):
-        return ops.cast(inputs, "int32")
-    return inputs
+def as_ids(inputs, input_dim):
+    """Checked token ids: integers in `[0, input_dim)` (see `check_token_ids`).
+
+    A float id is a `TypeError` (casting would truncate 3.9 to 3), an id
+    out of range a `ValueError` wherever the values are known.
+    """
+    return check_token_ids("inputs", inputs, input_dim, size_name="input_dim")

@@ -123,7 +123,7 @@ class ComplexVanillaEmbedding(keras.layers.Layer):
         )
 
     def call(self, inputs):
-        ids = as_ids(inputs)
+        ids = as_ids(inputs, self.input_dim)
         amplitude = ops.take(self.amplitude, ids, axis=0)
         phase = ops.take(self.phase, ids, axis=0)
         return msets_ops.complex_merge(

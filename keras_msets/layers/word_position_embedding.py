@@ -170,7 +170,7 @@ class WordPositionEmbedding(keras.layers.Layer):
 
     def call(self, inputs):
         self._check_length(tuple(inputs.shape))
-        words = self.token_embedding(as_ids(inputs))
+        words = self.token_embedding(as_ids(inputs, self.input_dim))
         return words + self.position_embedding(words)
 
     def compute_mask(self, inputs, mask=None):
