@@ -181,7 +181,10 @@ def _pooling_phase(theta):
     x[0, :, 2] = np.sin(theta)
     out = ComplexMultiplicationPooling()(x)
     out = keras.ops.convert_to_numpy(out)
-    total = np.sum(np.arctan2(x[0, :, 2], x[0, :, 1]).astype("float64"))
+    # The angles of the float32 inputs, in float64.
+    total = np.sum(
+        np.arctan2(x[0, :, 2].astype("float64"), x[0, :, 1].astype("float64"))
+    )
     return _angle_error(out[0, :2][None], total)
 
 
@@ -193,9 +196,7 @@ def pooling_1e5_angle_1_3():
 @case("value")
 def pooling_1e5_random_angles_mean_0_7():
     rng = np.random.default_rng(0)
-    return _pooling_phase(
-        (0.7 + rng.uniform(-1, 1, 100_000)).astype("float32")
-    )
+    return _pooling_phase((0.7 + rng.uniform(-1, 1, 100_000)).astype("float32"))
 
 
 def _automaton_reference(layer, ids):
@@ -331,9 +332,9 @@ def max_pooling_empty_set():
 
 @case("value")
 def isab_empty_set():
-    out = _layer("InducedSetAttentionBlock", num_inducing_points=4, num_heads=2)(
-        np.zeros((2, 0, 8), "float32")
-    )
+    out = _layer(
+        "InducedSetAttentionBlock", num_inducing_points=4, num_heads=2
+    )(np.zeros((2, 0, 8), "float32"))
     _finite(out)
     if tuple(out.shape) != (2, 0, 8):
         raise Wrong(f"shape {tuple(out.shape)}")
@@ -362,7 +363,9 @@ def relation_block_empty_set():
 
 @case("value")
 def sab_batch_zero():
-    out = _layer("SetAttentionBlock", num_heads=2)(np.zeros((0, 5, 8), "float32"))
+    out = _layer("SetAttentionBlock", num_heads=2)(
+        np.zeros((0, 5, 8), "float32")
+    )
     if tuple(out.shape) != (0, 5, 8):
         raise Wrong(f"shape {tuple(out.shape)}")
     return 0.0
@@ -447,7 +450,9 @@ def kl_values_near_1e155():
 
     x, y = _gauss(120, 4, 0), _gauss(130, 4, 1, 1.5)
     expected = estimators.kl_divergence(x, y)
-    return _close(estimators.kl_divergence(x * 1e155, y * 1e155), expected, 1e-3)
+    return _close(
+        estimators.kl_divergence(x * 1e155, y * 1e155), expected, 1e-3
+    )
 
 
 @case("error")
