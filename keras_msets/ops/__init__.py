@@ -4,18 +4,16 @@ Everything here is written with `keras.ops` only, so it runs unchanged on
 the TensorFlow, JAX and PyTorch backends and on symbolic `KerasTensor`s.
 """
 
-from keras_msets.ops.complex import accurate_phase
 from keras_msets.ops.complex import complex_conjugate
 from keras_msets.ops.complex import complex_exp_i
 from keras_msets.ops.complex import complex_from_polar
-from keras_msets.ops.complex import complex_log_polar_product
 from keras_msets.ops.complex import complex_merge
 from keras_msets.ops.complex import complex_modulus
 from keras_msets.ops.complex import complex_multiply
 from keras_msets.ops.complex import complex_phase
 from keras_msets.ops.complex import complex_split
-from keras_msets.ops.complex import log_polar_product
-from keras_msets.ops.complex import position_phase
+from keras_msets.ops.log_polar import complex_log_polar_product
+from keras_msets.ops.log_polar import log_polar_product
 from keras_msets.ops.masked import MASK_LOGIT
 from keras_msets.ops.masked import expand_mask
 from keras_msets.ops.masked import mask_logits
@@ -25,6 +23,8 @@ from keras_msets.ops.masked import masked_mean
 from keras_msets.ops.masked import masked_min
 from keras_msets.ops.masked import masked_product
 from keras_msets.ops.masked import masked_sum
+from keras_msets.ops.phase import accurate_phase
+from keras_msets.ops.phase import position_phase
 
 __all__ = [
     "MASK_LOGIT",
