@@ -90,11 +90,14 @@ def assert_finite(x, what="output"):
 
 
 @st.composite
-def masked_sets(draw, dims, batches=(1, 3), sizes=(1, 4, 6)):
+def masked_sets(draw, dims, batches=(3,), sizes=(5,)):
     """`(x, mask)`: a float32 batch of sets and a boolean mask.
 
     `dims` is the shape after `[batch, set_size]`. At least one row keeps
-    one valid element; another row may be all masked.
+    one valid element; another row may be all masked. One shape by
+    default: JAX compiles every op once per input shape, so the examples
+    vary the values and masks, not the shapes (empty sets and batch 0 have
+    their own tests).
     """
     batch = draw(st.sampled_from(batches))
     size = draw(st.sampled_from(sizes))

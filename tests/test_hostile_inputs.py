@@ -390,7 +390,7 @@ def test_multiset_padding_permutation_and_all_masked(name, data, pad):
     dims = MULTISET_LAYERS[name][1]
     layer = _multiset_layer(name)
     x, m = data.draw(masked_sets(dims, batches=(2,)))
-    y, n = data.draw(masked_sets(dims, batches=(2,)))
+    y, n = data.draw(masked_sets(dims, batches=(2,), sizes=(4,)))
     order = data.draw(permutations(x.shape[1]))
     clean = numpy(
         layer(
@@ -539,7 +539,7 @@ LONG_ID_OBJECTS = ["DiagonalMultisetAutomaton", "ComplexDeepSets", "DeepSets"]
 @FEW
 @given(data=st.data())
 def test_long_sequences_are_finite_and_order_free(name, data):
-    length = data.draw(st.sampled_from([5_000, 20_000]))
+    length = 10_000
     seed = data.draw(st.integers(0, 2**16))
     ids = np.random.default_rng(seed).integers(1, VOCAB, (1, length))
     ids = ids.astype("int32")
@@ -609,7 +609,7 @@ def test_set_models_padding_permutation_and_magnitudes(name, data, pad, scale):
     huge and tiny magnitudes give finite outputs."""
     model = _set_model(name)
     x, m = data.draw(masked_sets((2,), batches=(2,)))
-    y, n = data.draw(masked_sets((2,), batches=(2,)))
+    y, n = data.draw(masked_sets((2,), batches=(2,), sizes=(4,)))
     order = data.draw(permutations(x.shape[1]))
     clean = numpy(model({"sets": [x, y], "masks": [m, n]}))
     dirty = numpy(
