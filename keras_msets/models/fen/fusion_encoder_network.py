@@ -27,6 +27,14 @@ def _units(name, value):
     return check_int_list(name, [value] if is_int(value) else value)
 
 
+def _copy_mlp(mlp, weights, **config):
+    """A built `GroupedMLP` like `mlp` (config changes aside) with `weights`."""
+    copy = GroupedMLP.from_config({**mlp.get_config(), **config})
+    copy.build()
+    copy.set_weights(weights)
+    return copy
+
+
 def _runs(groups):
     """Split a static group array into maximal runs of one group."""
     groups = np.asarray(groups)
@@ -201,15 +209,10 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
             token_count_loss_weight=token_count_loss_weight,
         )
 
-        self._token_groups, token_count = self.segments.group_ids(
-            self.sharing, "token"
-        )
-        self._fusion_groups, fusion_count = self.segments.group_ids(
-            self.sharing, "fusion"
-        )
-        self._decoder_groups, decoder_count = self.segments.group_ids(
-            self.sharing, "decoder"
-        )
+        group_ids = self.segments.group_ids
+        self._token_groups, token_count = group_ids(self.sharing, "token")
+        self._fusion_groups, fusion_count = group_ids(self.sharing, "fusion")
+        self._decoder_groups, decoder_count = group_ids(self.sharing, "decoder")
         e = self.encoding_dim
         pad = (
             self.padded_length if self.padded_length > sequence_length else None
@@ -314,13 +317,8 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
                 right = ops.stop_gradient(right)
             pairs = ops.concatenate([left, right], axis=-1)
             groups = self._fusion_groups[level["segments"] - n - 1]
-            table = ops.concatenate(
-                [
-                    table,
-                    self._apply_by_runs(self.fusion_encoder, pairs, groups),
-                ],
-                axis=1,
-            )
+            fused = self._apply_by_runs(self.fusion_encoder, pairs, groups)
+            table = ops.concatenate([table, fused], axis=1)
         return table
 
     def _apply_by_runs(self, mlp, x, groups):
@@ -395,22 +393,10 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         """
         base = super().compute_loss
         if not training or y is None:
-            return base(
-                x=x,
-                y=y,
-                y_pred=y_pred,
-                sample_weight=sample_weight,
-                training=training,
-            )
+            return base(x, y, y_pred, sample_weight, training=training)
 
         def compiled_loss(targets, predictions, weights):
-            return base(
-                x=x,
-                y=targets,
-                y_pred=predictions,
-                sample_weight=weights,
-                training=True,
-            )
+            return base(x, targets, predictions, weights, training=True)
 
         return self.objective(self, x, y, sample_weight, compiled_loss)
 
@@ -451,10 +437,8 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
             self.build()
         e = self.encoding_dim
         inputs = keras.Input((self.sequence_length,), dtype="int32", name="ids")
-        token = GroupedMLP.from_config(self.token_encoder.get_config())
-        token.build()
-        token.set_weights(self.token_encoder.get_weights())
-        x = token(inputs)
+        token_encoder = self.token_encoder
+        x = _copy_mlp(token_encoder, token_encoder.get_weights())(inputs)
         shared = {}  # one layer per parameter group shared across levels
         for height in range(1, self.segments.depth + 1):
             width = self.padded_length >> height
@@ -464,28 +448,23 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
             key = int(unique[0]) if len(unique) == 1 else None
             fusion = shared.get(key) if key is not None else None
             if fusion is None:
-                config = self.fusion_encoder.get_config()
                 name = f"fusion_{height}" if key is None else f"fusion_g{key}"
-                config.update(num_groups=len(unique), name=name)
-                fusion = GroupedMLP.from_config(config)
-                fusion.build()
                 chosen = groups if len(unique) > 1 else unique
-                fusion.set_weights(
-                    [w[chosen] for w in self.fusion_encoder.get_weights()]
+                fusion = _copy_mlp(
+                    self.fusion_encoder,
+                    [w[chosen] for w in self.fusion_encoder.get_weights()],
+                    num_groups=len(unique),
+                    name=name,
                 )
                 if key is not None:
                     shared[key] = fusion
             x = fusion(x)
         root = self.segments.index[(1, self.padded_length)]
         group = self._decoder_groups[root - 1]
-        config = self.decoder.get_config()
-        config.update(num_groups=1, input_dim=e, name="root_decoder")
-        decoder = GroupedMLP.from_config(config)
-        decoder.build()
         weights = [w[[group]] for w in self.decoder.get_weights()]
         weights[0] = weights[0][:, e : 2 * e]
-        decoder.set_weights(weights)
-        y = decoder(x)
+        root_decoder = {"num_groups": 1, "input_dim": e, "name": "root_decoder"}
+        y = _copy_mlp(self.decoder, weights, **root_decoder)(x)
         y = keras.layers.Reshape((self.output_dim,), name="output")(y)
         return FusedNetwork(inputs, y, name=name or f"{self.name}_fused")
 
