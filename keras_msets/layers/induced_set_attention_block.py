@@ -49,7 +49,9 @@ class InducedSetAttentionBlock(keras.layers.Layer):
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: `[batch, set_size, dim]`.
+        inputs: `[batch, set_size, dim]`. Integer or boolean features
+            are cast to the compute dtype. An empty set (`set_size` 0)
+            gives the result of an all-masked set.
         mask: optional boolean `[batch, set_size]`, True for real elements.
             An upstream Keras mask is used automatically.
         training: whether dropout is active.

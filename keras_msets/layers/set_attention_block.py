@@ -45,7 +45,9 @@ class SetAttentionBlock(keras.layers.Layer):
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: `[batch, set_size, dim]`.
+        inputs: `[batch, set_size, dim]`. Integer or boolean features
+            are cast to the compute dtype. An empty set (`set_size` 0)
+            gives the result of an all-masked set.
         mask: optional boolean `[batch, set_size]`, True for real elements.
             An upstream Keras mask (e.g. from `Embedding(mask_zero=True)`)
             is used automatically.
