@@ -89,9 +89,13 @@ S3_TABLE.setflags(write=False)
 _S3_IDENTITY = 0
 
 
-def _binary_tokens(num, length, seed):
+def _uniform_tokens(num, length, seed, num_tokens):
+    """Checks the arguments; draws tokens uniform in 1..num_tokens."""
+    num = check_positive_int("num", num)
+    length = check_positive_int("length", length)
+    seed = check_non_negative_int("seed", seed)
     rng = np.random.default_rng(seed)
-    return rng.integers(_ZERO, _ONE + 1, size=(num, length), dtype=np.int32)
+    return rng.integers(1, num_tokens + 1, size=(num, length), dtype=np.int32)
 
 
 def counting_ones(num, length, seed=0, regression=False):
@@ -123,11 +127,8 @@ def counting_ones(num, length, seed=0, regression=False):
     x.shape, y.shape  # ((3, 8), (3,))
     ```
     """
-    num = check_positive_int("num", num)
-    length = check_positive_int("length", length)
-    seed = check_non_negative_int("seed", seed)
+    x = _uniform_tokens(num, length, seed, _ONE)
     regression = check_bool("regression", regression)
-    x = _binary_tokens(num, length, seed)
     count = np.count_nonzero(x == _ONE, axis=1)
     if regression:
         return x, count.astype(np.float32)[:, None]
@@ -156,10 +157,7 @@ def parity(num, length, seed=0):
     x, y = parity(3, 8, seed=0)
     ```
     """
-    num = check_positive_int("num", num)
-    length = check_positive_int("length", length)
-    seed = check_non_negative_int("seed", seed)
-    x = _binary_tokens(num, length, seed)
+    x = _uniform_tokens(num, length, seed, _ONE)
     y = np.count_nonzero(x == _ONE, axis=1) % 2
     return x, y.astype(np.int32)
 
@@ -186,11 +184,7 @@ def digit_sum_mod10(num, length, seed=0):
     x, y = digit_sum_mod10(3, 8, seed=0)
     ```
     """
-    num = check_positive_int("num", num)
-    length = check_positive_int("length", length)
-    seed = check_non_negative_int("seed", seed)
-    rng = np.random.default_rng(seed)
-    x = rng.integers(1, 11, size=(num, length), dtype=np.int32)
+    x = _uniform_tokens(num, length, seed, 10)
     y = (x - 1).sum(axis=1, dtype=np.int64) % 10
     return x, y.astype(np.int32)
 
@@ -256,11 +250,7 @@ def s3_word_problem(num, length, seed=0):
     x, y = s3_word_problem(3, 8, seed=0)
     ```
     """
-    num = check_positive_int("num", num)
-    length = check_positive_int("length", length)
-    seed = check_non_negative_int("seed", seed)
-    rng = np.random.default_rng(seed)
-    x = rng.integers(1, 7, size=(num, length), dtype=np.int32)
+    x = _uniform_tokens(num, length, seed, 6)
     return x, s3_product(x - 1)
 
 
