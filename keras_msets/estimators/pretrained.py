@@ -95,21 +95,43 @@ What the estimators refuse, and what they do outside the training data:
   on every backend.
 """
 
-import collections.abc
-import dataclasses
-import functools
-import json
 import os
-import pathlib
-import threading
-import warnings
 
-import keras
 import numpy as np
 
-from keras_msets import zoo
-from keras_msets.stats.classical import knn_kl_divergence
-from keras_msets.stats.classical import ksg_mutual_information
+# The pieces of the estimators live in routing (presets and their specs),
+# inputs (checks, batching, the cached models) and out_of_distribution
+# (warnings, the tail check); their names stay importable from here.
+from keras_msets.estimators.inputs import _MODEL_LOCK  # noqa: F401
+from keras_msets.estimators.inputs import _PAD_MULTIPLE
+from keras_msets.estimators.inputs import MIN_EXTRA_POINTS
+from keras_msets.estimators.inputs import _as_sets
+from keras_msets.estimators.inputs import _check_pairs
+from keras_msets.estimators.inputs import _pad
+from keras_msets.estimators.inputs import _positive_int
+from keras_msets.estimators.inputs import _rescaled
+from keras_msets.estimators.inputs import _resolve_model
+from keras_msets.estimators.inputs import _round_up
+from keras_msets.estimators.inputs import load_estimator
+from keras_msets.estimators.inputs import predict_prepared
+from keras_msets.estimators.out_of_distribution import OUT_OF_DISTRIBUTION
+from keras_msets.estimators.out_of_distribution import SKILL_MARGIN
+from keras_msets.estimators.out_of_distribution import TAIL_THRESHOLDS_PATH
+from keras_msets.estimators.out_of_distribution import (
+    _check_out_of_distribution,
+)
+from keras_msets.estimators.out_of_distribution import _heavy_tails
+from keras_msets.estimators.out_of_distribution import _warn_unlearned
+from keras_msets.estimators.out_of_distribution import tail_thresholds
+from keras_msets.estimators.out_of_distribution import unlearned_dims
+from keras_msets.estimators.routing import SPECS
+from keras_msets.estimators.routing import EstimatorSpec
+from keras_msets.estimators.routing import _model_spec
+from keras_msets.estimators.routing import _spans_text
+from keras_msets.estimators.routing import _spec_for
+from keras_msets.estimators.routing import installed_specs
+from keras_msets.estimators.routing import preset_spec
+from keras_msets.estimators.routing import route_spans
 
 # The preprocessing lives in keras_msets.stats (numpy only, below the
 # models); its names stay importable from here.
@@ -117,576 +139,41 @@ from keras_msets.stats.preprocessing import JOINT_PERMUTATION_SEED
 from keras_msets.stats.preprocessing import joint_and_product_sets
 from keras_msets.stats.preprocessing import orient_to_x
 from keras_msets.stats.preprocessing import preprocess
-from keras_msets.stats.preprocessing import standardize_pairs  # noqa: F401
+from keras_msets.stats.preprocessing import standardize_pairs
 from keras_msets.stats.preprocessing import tail_statistic
-from keras_msets.stats.preprocessing import whiten_pairs  # noqa: F401
-from keras_msets.training import preset_io
+from keras_msets.stats.preprocessing import whiten_pairs
 
-# Each set needs this many points more than its dimension: `d + 1` points
-# make a set's covariance non-singular, which whitening (of the union)
-# and the rotation to the first set's principal axes need.
-MIN_EXTRA_POINTS = 1
-# A preset "has learned" a dimension when its error there is below this
-# fraction of the best constant answer's (`unlearned_dims`).
-SKILL_MARGIN = 0.9
+__all__ = [
+    "EstimatorSpec",
+    "JOINT_PERMUTATIONS",
+    "MIN_EXTRA_POINTS",
+    "MI_MODES",
+    "OUT_OF_DISTRIBUTION",
+    "SKILL_MARGIN",
+    "SPECS",
+    "TAIL_THRESHOLDS_PATH",
+    "installed_specs",
+    "joint_and_product_sets",
+    "kl_divergence",
+    "load_estimator",
+    "mutual_information",
+    "orient_to_x",
+    "predict_prepared",
+    "preset_spec",
+    "route_spans",
+    "same_distribution_probability",
+    "standardize_pairs",
+    "tail_statistic",
+    "tail_thresholds",
+    "unlearned_dims",
+    "whiten_pairs",
+]
+
 # The joint reading of `mutual_information` averages the model's answers
 # over this many permutations by default (ours; on the preset card's
 # 1,000 test pairs per d, 8 instead of 1 lowers the error from 0.082 to
 # 0.066 at d = 2 and from 0.120 to 0.094 at d = 4: benchmarks/RESULTS.md).
 JOINT_PERMUTATIONS = 8
-# Pairs are padded to a multiple of this many elements (fewer distinct
-# shapes, so fewer compilations of the predict function).
-_PAD_MULTIPLE = 32
-# What the estimators do with data whose tails are heavier than those of
-# every training set of the preset (`tail_thresholds`).
-OUT_OF_DISTRIBUTION = ("fallback", "warn", "raise")
-# The tail check's calibration (`python -m
-# keras_msets.estimators.calibrate_tails` writes it).
-TAIL_THRESHOLDS_PATH = pathlib.Path(__file__).with_name("tail_thresholds.json")
-# One cached model is shared by every thread: loading and prediction are
-# serialized (JAX donates and deletes buffers of a concurrent call).
-_MODEL_LOCK = threading.RLock()
-# Warnings about a preset (set sizes, dimensions it has not learned) are
-# given once per process per preset and reason: `(preset, reason)` keys.
-_WARNED = set()
-_WARNED_LOCK = threading.Lock()
-
-
-@dataclasses.dataclass(frozen=True)
-class EstimatorSpec:
-    """What a pretrained estimator expects: a preset's `serves` record.
-
-    Attributes:
-        preset: the zoo preset (a name, or a preset folder's path).
-        dims: `(low, high)`, the dimensions `d` the preset was trained on
-            (both ends included); other `d` are refused.
-        set_size: `(low, high)`, the set sizes it was trained on; sets
-            outside give a warning, not an error.
-        preprocessing: `"whiten"` (`whiten_pairs`), `"whiten_third_moment"`
-            (`whiten_pairs(..., sign="third_moment")`) or `"standardize"`
-            (`standardize_pairs`).
-        paired: whether row `i` of `x` and row `i` of `y` are one joint
-            sample (then both sets must have the same number of rows).
-        symmetric: whether the quantity does not depend on the order of
-            the two sets; the estimate is then the mean of the model's
-            answers for `(x, y)` and for `(y, x)`.
-        joint: paired estimators only: whether the model reads the joint
-            samples `[x_j, y_j]` against samples of the product of the
-            marginals `[x_j, y_pi(j)]` (`joint_and_product_sets`) instead
-            of the two sets `x` and `y`.
-        estimator: the estimator it serves (`kl_divergence`,
-            `mutual_information` or `same_distribution_probability`).
-        default_dims: `(low, high)`, the `d` for which the estimator uses
-            this preset when no model is named, or None.
-    """
-
-    preset: str
-    dims: tuple
-    set_size: tuple
-    preprocessing: str
-    paired: bool
-    symmetric: bool = False
-    joint: bool = False
-    estimator: str = None
-    default_dims: tuple = None
-
-    @classmethod
-    def from_serves(cls, preset, serves):
-        """The spec of `preset` from its metadata's `serves` record."""
-        serves = preset_io.check_serves(serves, name=preset)
-        default = serves["default_dims"]
-        return cls(
-            preset=preset,
-            dims=tuple(serves["dims"]),
-            set_size=tuple(serves["set_size"]),
-            preprocessing=serves["preprocessing"],
-            paired=serves["paired"],
-            symmetric=serves["symmetric"],
-            joint=serves["joint"],
-            estimator=serves["estimator"],
-            default_dims=None if default is None else tuple(default),
-        )
-
-
-def preset_spec(name):
-    """The `EstimatorSpec` of preset `name` (a name or a folder path), from
-    the `serves` record of its metadata."""
-    metadata = zoo.info(name)
-    serves = metadata.get("serves")
-    if serves is None:
-        raise ValueError(
-            f"Preset {name!r} is not an estimator preset: its metadata "
-            "has no `serves` record (it was trained for the task "
-            f"{metadata.get('task', 'unknown')!r}). Received: model={name!r}"
-        )
-    return EstimatorSpec.from_serves(name, serves)
-
-
-def installed_specs():
-    """`{preset: EstimatorSpec}` of every installed estimator preset.
-
-    Every preset of `keras_msets.zoo.list()` whose metadata has a
-    `serves` record; presets whose metadata cannot be read are skipped
-    here (loading one by name says what is wrong).
-    """
-    specs = {}
-    for name in zoo.list():
-        try:
-            metadata = zoo.info(name)
-        except ValueError:
-            continue
-        if metadata.get("serves") is not None:
-            specs[name] = EstimatorSpec.from_serves(name, metadata["serves"])
-    return specs
-
-
-def route_spans(estimator, joint=None):
-    """`(preset, first d, last d)` of the presets `estimator` uses by default.
-
-    From the `serves.default_dims` of the installed presets of
-    `estimator` (and, if `joint` is not None, of that reading), sorted
-    by `d`. Raises a `ValueError` when none serves it or two claim the
-    same `d`.
-    """
-    spans = sorted(
-        (*spec.default_dims, name)
-        for name, spec in installed_specs().items()
-        if spec.estimator == estimator
-        and spec.default_dims is not None
-        and (joint is None or spec.joint == joint)
-    )
-    if not spans:
-        raise ValueError(
-            f"No installed preset serves `{estimator}` by default: none "
-            "has `serves.estimator` equal to it with `default_dims` in its "
-            f"metadata.json (presets folder: {zoo.presets_root()}). Name a "
-            "preset or pass a keras.Model as `model`."
-        )
-    for (_, high, name), (next_low, _, next_name) in zip(
-        spans, spans[1:], strict=False
-    ):
-        if next_low <= high:
-            raise ValueError(
-                f"Presets {name!r} and {next_name!r} both claim d = "
-                f"{next_low} for `{estimator}` (`serves.default_dims` in "
-                "their metadata.json); give each d to one preset."
-            )
-    return [(name, low, high) for low, high, name in spans]
-
-
-def _spans_text(spans):
-    return ", ".join(
-        f"d = {first}"
-        + ("" if last == first else f"..{last}")
-        + f" through `{name}`"
-        for name, first, last in spans
-    )
-
-
-def _model_spec(estimator, joint):
-    """The spec for a `keras.Model` given as `model`: that of the default
-    preset of `estimator` (and reading) for the highest `d`."""
-    name = route_spans(estimator, joint=joint)[-1][0]
-    return preset_spec(name)
-
-
-class _LegacySpecs(collections.abc.Mapping):
-    """`SPECS`: the specs of the shipped estimator presets, read from their
-    metadata, under the keys code written before the presets said what
-    they serve uses (and under the preset names)."""
-
-    _KEYS = {
-        "kl_divergence": "mst_kl_divergence",
-        "kl_divergence_low_d": "mst_kl_divergence_low_d",
-        "mutual_information": "mst_mutual_information",
-        "mutual_information_joint": "mst_mutual_information_joint",
-        "same_distribution_probability": "mst_two_sample",
-    }
-
-    def __getitem__(self, key):
-        return preset_spec(self._KEYS.get(key, key))
-
-    def __iter__(self):
-        return iter(self._KEYS)
-
-    def __len__(self):
-        return len(self._KEYS)
-
-
-SPECS = _LegacySpecs()
-
-
-@functools.lru_cache(maxsize=8)
-def _load_preset(name, root):
-    del root  # part of the cache key only
-    return zoo.load(name)
-
-
-def _warn_once(key, message, stacklevel):
-    """Warns `message` unless a warning of `key` was given before."""
-    with _WARNED_LOCK:
-        if key in _WARNED:
-            return
-        _WARNED.add(key)
-    warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
-
-
-def _warn_unlearned(name, dims, stacklevel):
-    """Warns (once per process per preset and `d`) when preset `name` has
-    not learned its task at some of the dimensions `dims` of a call."""
-    try:
-        metrics = zoo.info(name).get("metrics", {})
-    except ValueError:
-        return
-    for d in sorted(set(unlearned_dims(metrics)) & set(int(d) for d in dims)):
-        _warn_once(
-            (str(name), "unlearned", d),
-            f"Preset {name!r} is not clearly better than a constant answer "
-            f"at d = {d} on its test pairs (its error is at least "
-            f"{SKILL_MARGIN:.0%} of that of always answering the median "
-            "test label): it has not learned its task there, and its "
-            "answers in that dimension should not be used. See its model "
-            f"card: `keras-msets zoo info {name}`.",
-            stacklevel + 1,
-        )
-
-
-def unlearned_dims(metrics):
-    """The test dimensions `d` where a preset is not clearly better than a
-    constant.
-
-    From a preset card's metrics: every `d` with `mae_d{d} >= SKILL_MARGIN
-    * median_mae_d{d}` (the error of always answering the median test
-    label), the criterion the model cards use. The estimators warn when
-    they load such a preset.
-    """
-    dims = []
-    for key, value in metrics.items():
-        if key.startswith("mae_d") and f"median_{key}" in metrics:
-            if value >= SKILL_MARGIN * metrics[f"median_{key}"]:
-                dims.append(int(key[len("mae_d") :]))
-    return sorted(dims)
-
-
-def load_estimator(name):
-    """The model of zoo preset `name`, loaded once and cached.
-
-    The cache is keyed by the preset name and the presets folder
-    (`keras_msets.zoo.presets_root()`), so pointing
-    `$KERAS_MSETS_ZOO_DIR` elsewhere loads the other folder's model.
-    """
-    with _MODEL_LOCK:
-        return _load_preset(name, str(zoo.presets_root()))
-
-
-@functools.lru_cache(maxsize=1)
-def _tail_calibration(path):
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
-
-
-def tail_thresholds(preset):
-    """`{d: threshold}` of the tail check of `preset` (a name or a path),
-    or None when it has no calibration.
-
-    The threshold at `d` is the 99.9 % quantile of `tail_statistic` (the
-    largest per-coordinate sample kurtosis) over 2,000 training sets of
-    the preset's task in dimension `d`, prepared by its preprocessing
-    (`tail_thresholds.json` beside this module, written by `python -m
-    keras_msets.estimators.calibrate_tails`). Only the weights that were
-    calibrated (their sha256 is stored there) are checked.
-    """
-    calibration = _tail_calibration(str(TAIL_THRESHOLDS_PATH))
-    name = os.path.basename(os.fspath(preset))
-    found = calibration["thresholds"].get(name)
-    if found is None:
-        return None
-    try:
-        files = zoo.info(preset).get("files_sha256", {})
-    except ValueError:
-        return None
-    if files.get("model.weights.h5") != calibration["weights_sha256"][name]:
-        return None  # other weights than those calibrated
-    return {int(d): value for d, value in found.items()}
-
-
-def _real_array(value, name):
-    """`value` as a float64 array; None when it is not one rectangular
-    numeric array (a list of sets of different sizes)."""
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError):
-        return None
-    if array.dtype.kind == "c":
-        raise TypeError(
-            f"`{name}` must hold real numbers; complex samples are not "
-            "supported (pass the real and imaginary parts as separate "
-            f"coordinates). Received: {name} of dtype {array.dtype}"
-        )
-    if array.dtype.kind == "O" and isinstance(value, (list, tuple)):
-        return None
-    if array.dtype.kind not in "biuf":
-        raise TypeError(
-            f"`{name}` must hold real numbers. Received: {name} of dtype "
-            f"{array.dtype}"
-        )
-    return array.astype(np.float64)
-
-
-def _as_sets(value, name):
-    """A list of float64 `[n_i, d_i]` arrays and whether it was one set."""
-    array = _real_array(value, name)
-    if array is not None and array.ndim == 2:
-        sets, single = [array], True
-    elif array is not None and array.ndim == 3:
-        sets, single = list(array), False
-    elif array is None and isinstance(value, (list, tuple)) and value:
-        sets, single = [], False
-        for i, item in enumerate(value):
-            item = _real_array(item, f"{name}[{i}]")
-            if item is None or item.ndim != 2:
-                raise ValueError(
-                    f"`{name}` is a list of sets: each must be a 2-D array "
-                    f"[num_points, d]. Received: {name}[{i}] of shape "
-                    f"{getattr(item, 'shape', None)}"
-                )
-            sets.append(item)
-    else:
-        shape = None if array is None else array.shape
-        raise ValueError(
-            f"`{name}` must be one set, a 2-D array [num_points, d], or a "
-            "batch of sets, a 3-D array [batch, num_points, d] or a list "
-            f"of 2-D arrays. Received: {name} of shape {shape}"
-        )
-    if not sets:
-        raise ValueError(f"`{name}` holds no sets. Received: {name}={value!r}")
-    for i, values in enumerate(sets):
-        if not np.all(np.isfinite(values)):
-            bad = int(np.count_nonzero(~np.isfinite(values)))
-            where = name if single else f"{name}[{i}]"
-            raise ValueError(
-                f"`{where}` must contain only finite values. Received "
-                f"{bad} non-finite entries (NaN or inf)."
-            )
-    return sets, single
-
-
-def _model_dim(model):
-    """The input dimension a built fixed-dimension model needs, or None."""
-    if getattr(model, "dimension_equivariant", False) or not model.built:
-        return None
-    try:
-        shapes = model.get_build_config().get("set_shapes")
-    except (AttributeError, NotImplementedError, TypeError):
-        return None
-    if not shapes or shapes[0][-1] is None:
-        return None
-    return int(shapes[0][-1])
-
-
-def _resolve_model(model, spec):
-    """`(model, allowed_dims)`; `allowed_dims` is `(low, high)` or None."""
-    if model is None:
-        model = spec.preset
-    if isinstance(model, (str, os.PathLike)):
-        return load_estimator(model), spec.dims
-    if not isinstance(model, keras.Model):
-        raise ValueError(
-            "`model` must be None (the default preset), a preset name or a "
-            f"keras.Model. Received: model of type {type(model).__name__}"
-        )
-    dim = _model_dim(model)
-    if dim is not None and spec.joint:
-        # A fixed-dimension model of joint samples reads [x_j, y_j].
-        dim = dim // 2 if dim % 2 == 0 else None
-    return model, None if dim is None else (dim, dim)
-
-
-def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
-    if len(x_sets) != len(y_sets):
-        raise ValueError(
-            "`x` and `y` must hold the same number of sets. Received: "
-            f"{len(x_sets)} and {len(y_sets)}"
-        )
-    for i, (x, y) in enumerate(zip(x_sets, y_sets, strict=True)):
-        where = f" (pair {i})" if len(x_sets) > 1 else ""
-        if x.shape[1] != y.shape[1]:
-            raise ValueError(
-                "`x` and `y` must have the same dimension d (number of "
-                f"columns){where}. Received: x.shape={x.shape}, "
-                f"y.shape={y.shape}"
-            )
-        d = x.shape[1]
-        if d < 1:
-            raise ValueError(
-                f"`x` and `y` need at least one column (d >= 1){where}. "
-                f"Received: x.shape={x.shape}, y.shape={y.shape}"
-            )
-        if allowed_dims is not None and not (
-            allowed_dims[0] <= d <= allowed_dims[1]
-        ):
-            low, high = allowed_dims
-            supported = f"d = {low}" if low == high else f"d = {low}..{high}"
-            raise ValueError(
-                f"`{estimator}` supports {supported} (the dimensions its "
-                f"model was trained on). Received: d={d}{where}"
-            )
-        if spec.paired and x.shape[0] != y.shape[0]:
-            raise ValueError(
-                "`x` and `y` must have the same number of rows: row j of "
-                "both is one joint sample (x_j, y_j)"
-                f"{where}. Received: x.shape={x.shape}, y.shape={y.shape}"
-            )
-        # The joint samples [x_j, y_j] have dimension 2d.
-        needed = "2d + 1" if spec.joint else "d + 1"
-        minimum = (2 * d if spec.joint else d) + MIN_EXTRA_POINTS
-        for name, values in (("x", x), ("y", y)):
-            if values.shape[0] < minimum:
-                raise ValueError(
-                    f"Each set needs at least {needed} = {minimum} points "
-                    f"(d = {d}){where}. Received: {name}.shape="
-                    f"{values.shape}"
-                )
-    sizes = [len(s) for s in x_sets + y_sets]
-    low, high = spec.set_size
-    if min(sizes) < low or max(sizes) > high:
-        _warn_once(
-            (str(spec.preset), "set_size"),
-            f"`{estimator}`: the model was trained on sets of {low}-{high} "
-            f"points; these have {min(sizes)}-{max(sizes)}, so the "
-            "estimate may be less accurate. (This warning is given once "
-            "per process and preset.)",
-            stacklevel=4,
-        )
-
-
-def _pad(sets, width):
-    d = sets[0].shape[1]
-    padded = np.zeros((len(sets), width, d))
-    mask = np.zeros((len(sets), width), bool)
-    for i, values in enumerate(sets):
-        padded[i, : len(values)] = values
-        mask[i, : len(values)] = True
-    return padded, mask
-
-
-def _round_up(value, multiple):
-    return -(-value // multiple) * multiple
-
-
-def predict_prepared(model, x, y, x_mask, y_mask):
-    """The model's first output for prepared (preprocessed) padded pairs.
-
-    Runs one `predict_on_batch` call; the batch is filled up to the next
-    power of two with copies of the first pair (fewer distinct shapes,
-    fewer compilations) and those rows are dropped again.
-
-    Returns:
-        float64 `[batch]`.
-    """
-    batch = x.shape[0]
-    size = 1 << max(batch - 1, 0).bit_length()
-    if size > batch:
-        fill = np.zeros(size - batch, dtype=np.int64)
-        x, y, x_mask, y_mask = (
-            np.concatenate([a, a[fill]]) for a in (x, y, x_mask, y_mask)
-        )
-    inputs = {"sets": (x, y), "masks": (x_mask, y_mask)}
-    with _MODEL_LOCK:
-        out = model.predict_on_batch(inputs)
-    return np.asarray(out, dtype=np.float64).reshape(size, -1)[:batch, 0]
-
-
-def _positive_int(value, name):
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(
-        value, bool
-    )
-    if not is_int or value < 1:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
-
-
-def _rescaled(x, y):
-    """`x` and `y` divided by the largest absolute value of both.
-
-    One positive factor for both sets, an affine map that every estimate
-    here is invariant to; it keeps the covariances of the preprocessing
-    finite and normal for values near the float64 limits (1e155 and
-    above, where squares overflow, or 1e-300, where they underflow).
-    """
-    scale = max(np.max(np.abs(x)), np.max(np.abs(y)))
-    if scale == 0.0:
-        return x, y
-    return x / scale, y / scale
-
-
-def _check_out_of_distribution(value, estimator):
-    choices = OUT_OF_DISTRIBUTION
-    if estimator == "same_distribution_probability":
-        choices = ("warn", "raise")  # no classical estimator to fall back on
-    if value not in choices:
-        raise ValueError(
-            f"`out_of_distribution` must be one of {choices} for "
-            f"`{estimator}`. Received: out_of_distribution={value!r}"
-        )
-    return value
-
-
-def _classical(estimator, x, y):
-    """The classical estimate used instead of a model's."""
-    if estimator == "kl_divergence":
-        return knn_kl_divergence(x, y)
-    return ksg_mutual_information(x, y)
-
-
-_CLASSICAL_NAMES = {
-    "kl_divergence": "the k-NN estimator `knn_kl_divergence` (k = 1)",
-    "mutual_information": "the KSG estimator `ksg_mutual_information` (k = 3)",
-}
-
-
-def _heavy_tails(estimator, preset, x_sets, y_sets, heavy, policy):
-    """Acts on the pairs `heavy` (`{pair: (statistic, threshold)}`) whose
-    tails are heavier than the training sets': raise, warn, or replace
-    their answers by the classical estimator's (`{pair: estimate}`)."""
-    where = ", ".join(str(i) for i in sorted(heavy)[:8])
-    if len(heavy) > 8:
-        where += ", ..."
-    i = min(heavy)
-    statistic, threshold = heavy[i]
-    d = x_sets[i].shape[1]
-    text = (
-        f"`{estimator}`: the data have heavier tails than every set "
-        f"preset {os.path.basename(os.fspath(preset))!r} was trained on "
-        f"(pairs {where}; pair {i}: largest per-coordinate kurtosis "
-        f"{statistic:.1f} after the preset's preprocessing, while 99.9 % "
-        f"of its training sets at d = {d} stay below {threshold:.1f})"
-    )
-    if policy == "raise":
-        raise ValueError(
-            f"{text}. Its answer there would not be reliable. Pass "
-            "out_of_distribution='fallback' for the classical estimator "
-            "or 'warn' for the model's answer anyway. Received: "
-            f"out_of_distribution={policy!r}"
-        )
-    if policy == "warn":
-        warnings.warn(
-            f"{text}; the model's answer is returned anyway and may be far "
-            "off.",
-            UserWarning,
-            stacklevel=4,
-        )
-        return {}
-    warnings.warn(
-        f"{text}; those pairs are answered with "
-        f"{_CLASSICAL_NAMES[estimator]} instead of the model "
-        "(out_of_distribution='fallback').",
-        UserWarning,
-        stacklevel=4,
-    )
-    return {j: _classical(estimator, x_sets[j], y_sets[j]) for j in heavy}
 
 
 def _estimate(
@@ -873,33 +360,6 @@ def _by_dimension(estimator, x, y, batch_size, joint=None, **options):
                 **options,
             )
     return float(out[0]) if x_single else out
-
-
-def _named_spec(estimator, model, joint=None):
-    """The spec of preset `model`, refused unless it serves `estimator`
-    (and the `joint` reading, when not None)."""
-    spec = preset_spec(model)
-    if spec.estimator != estimator:
-        raise ValueError(
-            f"`model` must be a preset of the `{estimator}` estimator; "
-            f"preset {model!r} serves `{spec.estimator}` (its "
-            f"metadata.json). Received: model={model!r}"
-        )
-    if joint is not None and spec.joint != joint:
-        mode = "joint" if spec.joint else "split"
-        raise ValueError(
-            f"Preset {model!r} reads the {mode} samples, not the "
-            f"{'joint' if joint else 'split'} ones; leave `mode` None or "
-            f"pass mode={mode!r}. Received: model={model!r}"
-        )
-    return spec
-
-
-def _spec_for(estimator, model, joint=None):
-    """The spec for `model` (a preset name or path, or a keras.Model)."""
-    if isinstance(model, (str, os.PathLike)):
-        return _named_spec(estimator, model, joint)
-    return _model_spec(estimator, bool(joint))
 
 
 def mutual_information(

@@ -3,9 +3,9 @@ warn once per process per preset and reason)."""
 
 import pytest
 
-from keras_msets.estimators import pretrained
+from keras_msets.estimators import out_of_distribution
 
 
 @pytest.fixture(autouse=True)
 def fresh_warnings(monkeypatch):
-    monkeypatch.setattr(pretrained, "_WARNED", set())
+    monkeypatch.setattr(out_of_distribution, "_WARNED", set())
