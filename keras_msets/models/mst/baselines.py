@@ -68,15 +68,6 @@ def _set_attention_block(model, name):
     return SetAttentionBlock(**kwargs)
 
 
-def _check_heads(model):
-    if model.key_dim is None and model.resolved_latent_dim % model.num_heads:
-        raise ValueError(
-            "With `key_dim=None`, `latent_dim` must be divisible by "
-            f"`num_heads`. Received: latent_dim={model.resolved_latent_dim}, "
-            f"num_heads={model.num_heads}"
-        )
-
-
 @keras.saving.register_keras_serializable(package="keras_msets")
 class UnionTransformer(MultisetModel):
     """Union Transformer: one Set Transformer on the union of the sets.
@@ -140,43 +131,19 @@ class UnionTransformer(MultisetModel):
 
     def __init__(
         self,
-        latent_dim=None,
         num_blocks=4,
-        num_heads=4,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
         num_inducing_points=None,
         set_indicator=True,
-        pooling="pma",
-        decoder_units=None,
-        decoder_activation="relu",
-        output_dim=1,
-        output_activation=None,
         **kwargs,
     ):
-        super().__init__(
-            latent_dim=latent_dim,
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            pooling=pooling,
-            decoder_units=decoder_units,
-            decoder_activation=decoder_activation,
-            output_dim=output_dim,
-            output_activation=output_activation,
-            share_input_projection=True,
-            **kwargs,
-        )
+        # The other arguments and their defaults are `MultisetModel`'s.
+        super().__init__(share_input_projection=True, **kwargs)
         self.num_blocks = check_positive_int("num_blocks", num_blocks)
         self.num_inducing_points = check_positive_int(
             "num_inducing_points", num_inducing_points, allow_none=True
         )
         self.set_indicator = check_bool("set_indicator", set_indicator)
-        _check_heads(self)
+        self._check_heads()
 
     def _projection_input_shape(self, shape):
         if self.set_indicator:
@@ -303,42 +270,17 @@ class SingleSetBaseline(MultisetModel):
     def __init__(
         self,
         encoder="transformer",
-        latent_dim=None,
         num_blocks=4,
-        num_heads=4,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
         num_inducing_points=None,
         relation_dim=None,
         share_encoder=False,
         pooling=None,
-        decoder_units=None,
-        decoder_activation="relu",
-        output_dim=1,
-        output_activation=None,
-        share_input_projection=True,
         **kwargs,
     ):
         encoder = check_choice("encoder", encoder, ENCODERS)
         if pooling is None:
             pooling = "sum" if encoder == "rff" else "pma"
-        super().__init__(
-            latent_dim=latent_dim,
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            pooling=pooling,
-            decoder_units=decoder_units,
-            decoder_activation=decoder_activation,
-            output_dim=output_dim,
-            output_activation=output_activation,
-            share_input_projection=share_input_projection,
-            **kwargs,
-        )
+        super().__init__(pooling=pooling, **kwargs)
         self.encoder = encoder
         self.num_blocks = check_positive_int("num_blocks", num_blocks)
         self.num_inducing_points = check_positive_int(
@@ -360,7 +302,7 @@ class SingleSetBaseline(MultisetModel):
                 f"relation_dim={relation_dim}, encoder={encoder!r}"
             )
         if encoder == "transformer" or self.pooling == "pma":
-            _check_heads(self)
+            self._check_heads()
 
     def _share_pooling(self):
         return self.share_encoder

@@ -89,48 +89,8 @@ class DimensionEquivariantMultiSetTransformer(MultisetBlockModel):
     # Read by code that treats both Multi-Set Transformers alike.
     dimension_equivariant = True
 
-    def __init__(
-        self,
-        latent_dim=None,
-        num_blocks=4,
-        num_heads=4,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        pooling="pma",
-        decoder_units=None,
-        decoder_activation="relu",
-        output_dim=1,
-        output_activation=None,
-        share_input_projection=True,
-        scale_output_by_dim=False,
-        **kwargs,
-    ):
-        super().__init__(
-            latent_dim=latent_dim,
-            num_blocks=num_blocks,
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            merge=merge,
-            cross_only=cross_only,
-            weight_sharing=weight_sharing,
-            merge_activation=merge_activation,
-            pooling=pooling,
-            decoder_units=decoder_units,
-            decoder_activation=decoder_activation,
-            output_dim=output_dim,
-            output_activation=output_activation,
-            share_input_projection=share_input_projection,
-            **kwargs,
-        )
+    def __init__(self, scale_output_by_dim=False, **kwargs):
+        super().__init__(**kwargs)
         self.scale_output_by_dim = check_bool(
             "scale_output_by_dim", scale_output_by_dim
         )

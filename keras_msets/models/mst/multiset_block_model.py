@@ -47,15 +47,6 @@ class MultisetBlockModel(MultisetModel):
         """One unbuilt multi-set block of the stack."""
         raise NotImplementedError
 
-    def _check_heads(self):
-        """Raises unless `num_heads` divides the latent width (key_dim=None)."""
-        if self.key_dim is None and self.resolved_latent_dim % self.num_heads:
-            raise ValueError(
-                "With `key_dim=None`, `latent_dim` must be divisible by "
-                f"`num_heads`. Received: latent_dim={self.resolved_latent_dim}"
-                f", num_heads={self.num_heads}"
-            )
-
     def _attention_arguments(self):
         """The attention blocks' arguments held by the model."""
         return {

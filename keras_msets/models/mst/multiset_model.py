@@ -201,6 +201,15 @@ class MultisetModel(keras.Model):
     def _resolved_ff_dim(self):
         return self.ff_dim or 2 * self.resolved_latent_dim
 
+    def _check_heads(self):
+        """Raises unless `num_heads` divides the latent width (key_dim=None)."""
+        if self.key_dim is None and self.resolved_latent_dim % self.num_heads:
+            raise ValueError(
+                "With `key_dim=None`, `latent_dim` must be divisible by "
+                f"`num_heads`. Received: latent_dim={self.resolved_latent_dim}"
+                f", num_heads={self.num_heads}"
+            )
+
     def _set_shapes_from(self, input_shape):
         """The list of set shapes held by an input shape structure."""
         if isinstance(input_shape, dict):

@@ -122,48 +122,9 @@ class MultiSetTransformer(MultisetBlockModel):
     # Read by code that treats both Multi-Set Transformers alike.
     dimension_equivariant = False
 
-    def __init__(
-        self,
-        latent_dim=None,
-        num_blocks=4,
-        num_heads=4,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        num_inducing_points=None,
-        pooling="pma",
-        decoder_units=None,
-        decoder_activation="relu",
-        output_dim=1,
-        output_activation=None,
-        share_input_projection=True,
-        **kwargs,
-    ):
-        super().__init__(
-            latent_dim=latent_dim,
-            num_blocks=num_blocks,
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            merge=merge,
-            cross_only=cross_only,
-            weight_sharing=weight_sharing,
-            merge_activation=merge_activation,
-            pooling=pooling,
-            decoder_units=decoder_units,
-            decoder_activation=decoder_activation,
-            output_dim=output_dim,
-            output_activation=output_activation,
-            share_input_projection=share_input_projection,
-            **kwargs,
-        )
+    def __init__(self, num_inducing_points=None, **kwargs):
+        # The shared arguments and their defaults are the base's.
+        super().__init__(**kwargs)
         self.num_inducing_points = check_positive_int(
             "num_inducing_points", num_inducing_points, allow_none=True
         )
@@ -268,48 +229,8 @@ class MultiSetRelationNetwork(MultisetBlockModel):
           reasoning", NeurIPS 2017.
     """
 
-    def __init__(
-        self,
-        latent_dim=None,
-        num_blocks=4,
-        relation_dim=None,
-        ff_dim=None,
-        layer_norm_epsilon=1e-5,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        pooling="max",
-        num_heads=4,
-        key_dim=None,
-        dropout=0.0,
-        decoder_units=None,
-        decoder_activation="relu",
-        output_dim=1,
-        output_activation=None,
-        share_input_projection=True,
-        **kwargs,
-    ):
-        super().__init__(
-            latent_dim=latent_dim,
-            num_blocks=num_blocks,
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            merge=merge,
-            cross_only=cross_only,
-            weight_sharing=weight_sharing,
-            merge_activation=merge_activation,
-            pooling=pooling,
-            decoder_units=decoder_units,
-            decoder_activation=decoder_activation,
-            output_dim=output_dim,
-            output_activation=output_activation,
-            share_input_projection=share_input_projection,
-            **kwargs,
-        )
+    def __init__(self, relation_dim=None, pooling="max", **kwargs):
+        super().__init__(pooling=pooling, **kwargs)
         self.relation_dim = check_positive_int(
             "relation_dim", relation_dim, allow_none=True
         )
