@@ -2,6 +2,9 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.layers._complex_weights import add_bias_and_activate
+from keras_msets.layers._complex_weights import add_complex_weights
+from keras_msets.layers._complex_weights import block_kernel
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
@@ -136,29 +139,7 @@ class ComplexConv1D(keras.layers.Layer):
     def build(self, input_shape):
         channels = self._input_channels(input_shape)
         shape = (self.kernel_size, channels, self.filters)
-        self.real_kernel = self.add_weight(
-            name="real_kernel",
-            shape=shape,
-            initializer=self.kernel_initializer,
-        )
-        if not self.shared_weights:
-            self.imag_kernel = self.add_weight(
-                name="imag_kernel",
-                shape=shape,
-                initializer=self.kernel_initializer,
-            )
-        if self.use_bias:
-            self.real_bias = self.add_weight(
-                name="real_bias",
-                shape=(self.filters,),
-                initializer=self.bias_initializer,
-            )
-            if not self.shared_weights:
-                self.imag_bias = self.add_weight(
-                    name="imag_bias",
-                    shape=(self.filters,),
-                    initializer=self.bias_initializer,
-                )
+        add_complex_weights(self, shape, self.filters)
 
     def call(self, inputs, mask=None):
         self._input_channels(inputs.shape)
@@ -166,17 +147,7 @@ class ComplexConv1D(keras.layers.Layer):
             # Zeros, not garbage, reach the windows that overlap padding.
             valid = msets_ops.expand_mask(mask, inputs)
             inputs = ops.where(valid, inputs, ops.zeros_like(inputs))
-        a = self.real_kernel
-        b = a if self.shared_weights else self.imag_kernel
-        # Channels [x, y] -> [A*x - B*y, B*x + A*y]; kernels are
-        # [kernel_size, in_channels, out_channels].
-        kernel = ops.concatenate(
-            [
-                ops.concatenate([a, b], axis=2),
-                ops.concatenate([ops.negative(b), a], axis=2),
-            ],
-            axis=1,
-        )
+        kernel = block_kernel(self)
         outputs = ops.conv(
             inputs,
             kernel,
@@ -184,15 +155,7 @@ class ComplexConv1D(keras.layers.Layer):
             padding=self.padding,
             data_format="channels_last",
         )
-        if self.use_bias:
-            c = self.real_bias
-            d = c if self.shared_weights else self.imag_bias
-            outputs = outputs + ops.concatenate([c, d], axis=0)
-        if self.activation is not None:
-            real, imag = msets_ops.complex_split(outputs)
-            outputs = msets_ops.complex_merge(
-                self.activation(real), self.activation(imag)
-            )
+        outputs = add_bias_and_activate(self, outputs)
         return outputs
 
     def compute_mask(self, inputs, mask=None):

@@ -1,7 +1,9 @@
 import keras
 from keras import ops
 
-from keras_msets import ops as msets_ops
+from keras_msets.layers._complex_weights import add_bias_and_activate
+from keras_msets.layers._complex_weights import add_complex_weights
+from keras_msets.layers._complex_weights import block_kernel
 from keras_msets.utils.validation import check_positive_int
 
 
@@ -88,53 +90,14 @@ class ComplexDense(keras.layers.Layer):
     def build(self, input_shape):
         input_units = self._input_units(input_shape)
         shape = (input_units, self.units)
-        self.real_kernel = self.add_weight(
-            name="real_kernel",
-            shape=shape,
-            initializer=self.kernel_initializer,
-        )
-        if not self.shared_weights:
-            self.imag_kernel = self.add_weight(
-                name="imag_kernel",
-                shape=shape,
-                initializer=self.kernel_initializer,
-            )
-        if self.use_bias:
-            self.real_bias = self.add_weight(
-                name="real_bias",
-                shape=(self.units,),
-                initializer=self.bias_initializer,
-            )
-            if not self.shared_weights:
-                self.imag_bias = self.add_weight(
-                    name="imag_bias",
-                    shape=(self.units,),
-                    initializer=self.bias_initializer,
-                )
+        add_complex_weights(self, shape, self.units)
 
     def call(self, inputs, mask=None):
         # The mask is not used here: Keras passes it on unchanged.
         self._input_units(inputs.shape)
-        a = self.real_kernel
-        b = a if self.shared_weights else self.imag_kernel
-        # [x, y] @ [[A, B], [-B, A]] = [Ax - By, Bx + Ay] (row vectors).
-        kernel = ops.concatenate(
-            [
-                ops.concatenate([a, b], axis=1),
-                ops.concatenate([ops.negative(b), a], axis=1),
-            ],
-            axis=0,
-        )
+        kernel = block_kernel(self)
         outputs = ops.matmul(inputs, kernel)
-        if self.use_bias:
-            c = self.real_bias
-            d = c if self.shared_weights else self.imag_bias
-            outputs = outputs + ops.concatenate([c, d], axis=0)
-        if self.activation is not None:
-            real, imag = msets_ops.complex_split(outputs)
-            outputs = msets_ops.complex_merge(
-                self.activation(real), self.activation(imag)
-            )
+        outputs = add_bias_and_activate(self, outputs)
         return outputs
 
     def compute_output_shape(self, input_shape):
