@@ -122,6 +122,16 @@ def masked_count(mask, axis=1, keepdims=False, dtype="float32"):
     return ops.sum(ops.cast(mask, dtype), axis=axis, keepdims=keepdims)
 
 
+def _fill_and_reduce(reduce, x, mask, axis, keepdims, fill_like):
+    """`reduce` along `axis`, masked elements replaced by `fill_like(x)`."""
+    x = ops.convert_to_tensor(x)
+    axis = _normalize_axis(axis, len(x.shape))
+    if mask is not None:
+        mask = expand_mask(mask, x, axis)
+        x = ops.where(mask, x, fill_like(x))
+    return reduce(x, axis=axis, keepdims=keepdims)
+
+
 def masked_sum(x, mask=None, axis=1, keepdims=False):
     """Sums the valid elements of each set along `axis`.
 
@@ -143,12 +153,7 @@ def masked_sum(x, mask=None, axis=1, keepdims=False):
     >>> keras_msets.ops.masked_sum(x, [[1, 1, 0], [0, 0, 0]])[:, 0]
     array([2., 0.], dtype=float32)
     """
-    x = ops.convert_to_tensor(x)
-    axis = _normalize_axis(axis, len(x.shape))
-    if mask is not None:
-        mask = expand_mask(mask, x, axis)
-        x = ops.where(mask, x, ops.zeros_like(x))
-    return ops.sum(x, axis=axis, keepdims=keepdims)
+    return _fill_and_reduce(ops.sum, x, mask, axis, keepdims, ops.zeros_like)
 
 
 def masked_mean(x, mask=None, axis=1, keepdims=False):
@@ -303,12 +308,7 @@ def masked_product(x, mask=None, axis=1, keepdims=False):
     >>> keras_msets.ops.masked_product(x, [[1, 1, 0], [0, 0, 0]])[:, 0]
     array([2., 1.], dtype=float32)
     """
-    x = ops.convert_to_tensor(x)
-    axis = _normalize_axis(axis, len(x.shape))
-    if mask is not None:
-        mask = expand_mask(mask, x, axis)
-        x = ops.where(mask, x, ops.ones_like(x))
-    return ops.prod(x, axis=axis, keepdims=keepdims)
+    return _fill_and_reduce(ops.prod, x, mask, axis, keepdims, ops.ones_like)
 
 
 def mask_logits(logits, mask):
