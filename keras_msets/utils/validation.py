@@ -86,9 +86,8 @@ def check_float(
         ok = value <= high if high_inclusive else value < high
     if not ok:
         if low == 0 and high is None:
-            expected = (
-                "a non-negative number" if low_inclusive else "a positive number"
-            )
+            sign = "non-negative" if low_inclusive else "positive"
+            expected = f"a {sign} number"
         elif low is not None and high is not None:
             left = "[" if low_inclusive else "("
             right = "]" if high_inclusive else ")"
