@@ -7,6 +7,7 @@ with `shared_weights=True` only the real ones, `A = B` and `c = d`), apply
 add the bias and apply a real activation to each half. Not exported.
 """
 
+import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
@@ -67,3 +68,18 @@ def add_bias_and_activate(layer, outputs):
             layer.activation(real), layer.activation(imag)
         )
     return outputs
+
+
+def complex_weights_config(layer):
+    """The config entries of the arguments this module reads."""
+    return {
+        "activation": keras.activations.serialize(layer.activation),
+        "use_bias": layer.use_bias,
+        "shared_weights": layer.shared_weights,
+        "kernel_initializer": keras.initializers.serialize(
+            layer.kernel_initializer
+        ),
+        "bias_initializer": keras.initializers.serialize(
+            layer.bias_initializer
+        ),
+    }

@@ -5,6 +5,7 @@ from keras_msets import ops as msets_ops
 from keras_msets.layers._complex_weights import add_bias_and_activate
 from keras_msets.layers._complex_weights import add_complex_weights
 from keras_msets.layers._complex_weights import block_kernel
+from keras_msets.layers._complex_weights import complex_weights_config
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
@@ -202,15 +203,7 @@ class ComplexConv1D(keras.layers.Layer):
                 "kernel_size": self.kernel_size,
                 "strides": self.strides,
                 "padding": self.padding,
-                "activation": keras.activations.serialize(self.activation),
-                "use_bias": self.use_bias,
-                "shared_weights": self.shared_weights,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                **complex_weights_config(self),
             }
         )
         return config
