@@ -16,9 +16,11 @@ HERE = Path(__file__).parent
 PRESETS = sorted(
     p.name for p in (HERE / "zoo").iterdir() if (p / "config.json").is_file()
 )
-PACKAGES = sorted(find_packages(include=["keras_msets", "keras_msets.*"])) + [
-    "keras_msets._presets"
-] + [f"keras_msets._presets.{name}" for name in PRESETS]
+PACKAGES = (
+    sorted(find_packages(include=["keras_msets", "keras_msets.*"]))
+    + ["keras_msets._presets"]
+    + [f"keras_msets._presets.{name}" for name in PRESETS]
+)
 
 setup(
     packages=PACKAGES,
