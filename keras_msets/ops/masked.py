@@ -289,7 +289,7 @@ def masked_product(x, mask=None, axis=1, keepdims=False):
     """Multiplies the valid elements of each set along `axis` (real values).
 
     Padded elements act as 1, so an all-masked set gives 1. For long sets
-    prefer the log-polar products in `keras_msets.ops.complex`, which do not
+    prefer the log-polar products in `keras_msets.ops.log_polar`, which do not
     underflow or overflow.
 
     Args:

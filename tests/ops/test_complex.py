@@ -1,4 +1,5 @@
-"""Tests for keras_msets.ops.complex against numpy complex128 references."""
+"""Tests for keras_msets.ops.complex, .phase and .log_polar (numpy complex128
+references)."""
 
 import itertools
 import math
