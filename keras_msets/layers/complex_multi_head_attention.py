@@ -5,6 +5,9 @@ from keras import ops
 
 from keras_msets import ops as msets_ops
 from keras_msets.layers.complex_dense import ComplexDense
+from keras_msets.ops.checks import as_features
+from keras_msets.ops.checks import check_features_argument
+from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_positive_int
 from keras_msets.utils.validation import check_rate
@@ -26,6 +29,21 @@ def _zero_padding(x, mask):
     if mask is None:
         return x
     return ops.where(msets_ops.expand_mask(mask, x), x, ops.zeros_like(x))
+
+
+def _modulus(real, imag):
+    """`sqrt(real**2 + imag**2)` without squaring the larger part.
+
+    Computed as `big * sqrt(1 + (small / big)**2)`, so moduli up to the
+    float32 maximum stay finite (the plain squares overflow above about
+    `1e19`); the gradient at `0 + 0i` is 0, not `NaN`.
+    """
+    real, imag = ops.abs(real), ops.abs(imag)
+    big = ops.maximum(real, imag)
+    small = ops.minimum(real, imag)
+    nonzero = ops.greater(big, 0)
+    ratio = small / ops.where(nonzero, big, ops.ones_like(big))
+    return big * ops.sqrt(1 + ratio * ratio)
 
 
 def _and(a, b):
@@ -212,6 +230,22 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
             ops.reshape(real, shape), ops.reshape(imag, shape)
         )
 
+    def __call__(self, *args, **kwargs):
+        # Before Keras converts the arguments to tensors: a string mask or
+        # string features would otherwise fail there with a backend error.
+        names = ("query", "value", "key")
+        inputs = dict(zip(names, args, strict=False))
+        inputs.update({n: kwargs[n] for n in names if n in kwargs})
+        for name, x in inputs.items():
+            if x is not None:
+                check_features_argument(name, x)
+        for name in names:
+            check_mask_argument(
+                f"{name}_mask", kwargs.get(f"{name}_mask"), inputs.get(name)
+            )
+        check_mask_argument("attention_mask", kwargs.get("attention_mask"))
+        return super().__call__(*args, **kwargs)
+
     def call(
         self,
         query,
@@ -227,6 +261,9 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
         if key is None:
             key = value
             key_mask = None
+        query = as_features(query, self.compute_dtype, "query")
+        value = as_features(value, self.compute_dtype, "value")
+        key = as_features(key, self.compute_dtype, "key")
         complex_units(query.shape, "query")
         complex_units(value.shape, "value")
         complex_units(key.shape, "key")
@@ -267,11 +304,9 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
         z_imag = ops.einsum(equation, q_imag, k_real) - ops.einsum(
             equation, q_real, k_imag
         )
-        # |z| with a finite gradient at z = 0 (e.g. zero-padded queries).
-        z = msets_ops.complex_merge(
-            ops.expand_dims(z_real, -1), ops.expand_dims(z_imag, -1)
-        )
-        logits = msets_ops.complex_modulus(z)[..., 0]
+        # |z| with a finite gradient at z = 0 (e.g. zero-padded queries),
+        # finite for every finite z.
+        logits = _modulus(z_real, z_imag)
         logits = logits * ops.cast(1.0 / math.sqrt(self.key_dim), logits.dtype)
 
         any_valid = None

@@ -103,3 +103,100 @@ def check_mask(name, mask, shape):
     if dtype != "bool":
         mask = keras.ops.cast(mask, "bool")
     return mask
+
+
+def as_features(x, dtype, name="inputs"):
+    """Set features as a floating tensor: integers and booleans are cast.
+
+    Integer features (counts, one-hot codes) give the same result as the
+    same values in floating point; any other dtype is a `TypeError`.
+    """
+    x_dtype = keras.backend.standardize_dtype(x.dtype)
+    if "float" in x_dtype:
+        return x
+    if "int" in x_dtype or x_dtype == "bool":
+        return keras.ops.cast(x, dtype)
+    raise TypeError(
+        f"`{name}` must hold numbers (a float, int or bool dtype). "
+        f"Received: {name} with dtype={x_dtype}"
+    )
+
+
+def check_features_argument(name, x):
+    """A `TypeError` for set features that are not numbers.
+
+    Run before the call (see `check_mask_argument`), so that symbolic
+    inputs are checked too. `x` may be a list of sets.
+    """
+    if isinstance(x, (list, tuple)):
+        for k, item in enumerate(x):
+            check_features_argument(f"{name}[{k}]", item)
+        return
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return
+    if isinstance(dtype, np.dtype):
+        numeric = dtype.kind in "biuf"
+    else:
+        try:
+            dtype = keras.backend.standardize_dtype(dtype)
+        except ValueError:
+            numeric = False
+        else:
+            numeric = "float" in dtype or "int" in dtype or dtype == "bool"
+    if not numeric:
+        raise TypeError(
+            f"`{name}` must hold numbers (a float, int or bool dtype). "
+            f"Received: {name} with dtype={dtype}"
+        )
+
+
+def check_mask_argument(name, mask, x=None):
+    """Checks the `mask` call argument of the set `x` before the call.
+
+    Run before Keras converts the call arguments to tensors (a string mask
+    would otherwise fail there with a backend error) and on symbolic
+    inputs too (Keras then only infers the output shape). A `TypeError`
+    for a mask that is not boolean, int or float, a `ValueError` for a
+    mask whose shape is not `x`'s `[batch, n]` (or more leading axes of
+    `x`, as a Keras mask over every axis but the last). `mask`
+    may also be a list of masks (or None entries), one per set of the
+    list `x`.
+    """
+    if mask is None:
+        return
+    if isinstance(mask, (list, tuple)) and not all(
+        isinstance(m, (bool, int, float)) for m in mask
+    ):
+        sets = x if isinstance(x, (list, tuple)) else None
+        if sets is not None and len(sets) != len(mask):
+            sets = None
+        for k, m in enumerate(mask):
+            check_mask_argument(
+                f"{name}[{k}]", m, None if sets is None else sets[k]
+            )
+        return
+    if not hasattr(mask, "shape"):
+        mask = np.asarray(mask)
+    dtype = mask.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind not in "biuf":
+        raise TypeError(
+            f"`{name}` must be a boolean tensor. Received: {name} with "
+            f"dtype={dtype}"
+        )
+    if x is not None and hasattr(x, "shape") and len(x.shape) >= 3:
+        _check_mask_shape(name, tuple(mask.shape), tuple(x.shape))
+
+
+def _check_mask_shape(name, mask_shape, x_shape):
+    rank = min(max(len(mask_shape), 2), len(x_shape) - 1)
+    shape = x_shape[:rank]
+    compatible = len(mask_shape) == len(shape) and all(
+        a is None or b is None or a == b
+        for a, b in zip(mask_shape, shape, strict=True)
+    )
+    if not compatible:
+        raise ValueError(
+            f"`{name}` must have shape {shape} (one entry per element). "
+            f"Received: {name}.shape={mask_shape}"
+        )
