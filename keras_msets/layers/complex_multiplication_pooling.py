@@ -2,6 +2,8 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.ops.checks import check_features_argument
+from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_choice
 
 INPUT_FORMATS = ("log_polar", "complex")
@@ -118,6 +120,13 @@ class ComplexMultiplicationPooling(keras.layers.Layer):
                 initializer="zeros",
                 autocast=False,
             )
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras converts the arguments to tensors: a string mask
+        # would otherwise fail there with a backend error.
+        check_features_argument("inputs", inputs)
+        check_mask_argument("mask", kwargs.get("mask"), inputs)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, mask=None):
         num_states = self._num_states(inputs.shape)

@@ -2,6 +2,8 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.ops.checks import check_features_argument
+from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_choice
 
 READOUT_MODES = ("modulus", "l2", "concat")
@@ -76,6 +78,13 @@ class ComplexReadout(keras.layers.Layer):
                 f"even last axis. Received: inputs.shape={input_shape}"
             )
         return input_shape[-1] // 2
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras converts the arguments to tensors: a string mask
+        # would otherwise fail there with a backend error.
+        check_features_argument("inputs", inputs)
+        check_mask_argument("mask", kwargs.get("mask"), inputs)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, mask=None):
         # The mask is not used here: Keras passes it on unchanged.

@@ -7,6 +7,9 @@ from keras_msets.layers.complex_multi_head_attention import (
     ComplexMultiHeadAttention,
 )
 from keras_msets.layers.complex_multi_head_attention import complex_units
+from keras_msets.ops.checks import as_features
+from keras_msets.ops.checks import check_features_argument
+from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_positive_float
 from keras_msets.utils.validation import check_positive_int
@@ -223,6 +226,15 @@ class ComplexTransformerEncoder(keras.layers.Layer):
         real, imag = msets_ops.complex_split(x)
         return msets_ops.complex_merge(norm_real(real), norm_imag(imag))
 
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras converts the arguments to tensors: a string mask
+        # would otherwise fail there with a backend error.
+        check_features_argument("inputs", inputs)
+        for name in ("padding_mask", "mask"):
+            check_mask_argument(name, kwargs.get(name), inputs)
+        check_mask_argument("attention_mask", kwargs.get("attention_mask"))
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(
         self,
         inputs,
@@ -233,6 +245,7 @@ class ComplexTransformerEncoder(keras.layers.Layer):
         return_attention_scores=False,
     ):
         complex_units(inputs.shape, "inputs")
+        inputs = as_features(inputs, self.compute_dtype)
         valid = padding_mask if padding_mask is not None else mask
         x = inputs
         if valid is not None:

@@ -1,6 +1,8 @@
 import keras
 
 from keras_msets import ops as msets_ops
+from keras_msets.ops.checks import check_features_argument
+from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_choice
 
 _REDUCTIONS = {
@@ -52,6 +54,13 @@ class MaskedSetPooling(keras.layers.Layer):
         check_choice("reduction", reduction, _REDUCTIONS)
         self.reduction = reduction
         self.supports_masking = True
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras converts the arguments to tensors: a string mask
+        # would otherwise fail there with a backend error.
+        check_features_argument("inputs", inputs)
+        check_mask_argument("mask", kwargs.get("mask"), inputs)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, mask=None):
         if len(inputs.shape) < 2:
