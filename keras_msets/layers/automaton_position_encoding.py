@@ -226,11 +226,35 @@ class AutomatonPositionEncoding(keras.layers.Layer):
         self.supports_masking = True
 
     def _check_rank(self, shape):
-        if len(shape) < 3:
+        if len(shape) != 3:
             raise ValueError(
                 "`inputs` must have shape [batch, length, hidden_dim] (the "
                 "embeddings the encodings are added to). Received: "
                 f"inputs.shape={tuple(shape)}"
+            )
+
+    def _check_hidden_dim(self, shape):
+        """The last axis of a call's `inputs` against the weights' size."""
+        if self.mode == "diagonal_polar_fixed":
+            built = None  # no weights: any even size
+        elif self.mode == "diagonal_polar_learned":
+            built = 2 * self.scale.shape[0]
+        elif self.mode in _MATRIX_MODES:
+            built = self.initial_weights.shape[0]
+        else:
+            built = self.embeddings.shape[1]
+        hidden_dim = shape[-1]
+        if hidden_dim is None or (built is not None and hidden_dim != built):
+            expected = "known" if built is None else f"{built}, as in build()"
+            raise ValueError(
+                f"The last axis of `inputs` (hidden_dim) must be {expected}. "
+                f"Received: inputs.shape={tuple(shape)}"
+            )
+        if hidden_dim % 2 and self.mode in _DIAGONAL_MODES:
+            raise ValueError(
+                f"mode={self.mode!r} needs an even hidden_dim (the last "
+                "axis of `inputs`): its complex states come in conjugate "
+                f"pairs. Received: inputs.shape={tuple(shape)}"
             )
 
     def build(self, input_shape):
@@ -288,6 +312,7 @@ class AutomatonPositionEncoding(keras.layers.Layer):
 
     def call(self, inputs, start_index=0):
         self._check_rank(inputs.shape)
+        self._check_hidden_dim(inputs.shape)
         shape = ops.shape(inputs)
         length = inputs.shape[-2]
         if length is None:

@@ -411,6 +411,17 @@ class ComplexLSTM(keras.layers.RNN):
     bias_initializer = _cell_property("bias_initializer")
     unit_forget_bias = _cell_property("unit_forget_bias")
 
+    def __call__(self, sequences, *args, **kwargs):
+        # Before Keras's input-spec check, whose message names neither the
+        # argument nor the shape received.
+        shape = getattr(sequences, "shape", None)
+        if shape is not None and len(shape) != 3:
+            raise ValueError(
+                "`sequences` must have rank 3: [batch, length, "
+                f"2 * input_units]. Received: sequences.shape={tuple(shape)}"
+            )
+        return super().__call__(sequences, *args, **kwargs)
+
     def call(self, sequences, initial_state=None, mask=None, training=False):
         if mask is not None:
             if isinstance(mask, (list, tuple)):

@@ -304,6 +304,23 @@ class AutomatonPositionEncodingTest(testing.TestCase):
                 layers.AutomatonPositionEncoding(mode)(np.zeros((2, 6)))
             with pytest.raises(ValueError, match=r"inputs.shape=\(2, 6\)"):
                 layers.AutomatonPositionEncoding(mode).build((2, 6))
+        # Nor has a rank-4 or rank-5 input one hidden axis [batch, length,
+        # hidden_dim]; a built layer refuses another hidden_dim.
+        for mode in MODES:
+            layer = layers.AutomatonPositionEncoding(**_kwargs(mode))
+            layer(np.zeros((2, 3, 4), "float32"))
+            for shape in [(2, 3, 4, 1), (2, 3, 4, 1, 1)]:
+                with pytest.raises(ValueError, match="inputs.shape="):
+                    layer(np.zeros(shape, "float32"))
+            if mode != MODES[0]:
+                with pytest.raises(ValueError, match="must be 4, as in build"):
+                    layer(np.zeros((2, 3, 6), "float32"))
+        # The fixed mode (no weights) takes any even hidden_dim once built.
+        fixed = layers.AutomatonPositionEncoding(MODES[0])
+        fixed(np.zeros((2, 3, 4), "float32"))
+        self.assertEqual(fixed(np.zeros((2, 3, 6), "float32")).shape, (2, 3, 6))
+        with pytest.raises(ValueError, match="even hidden_dim.*shape="):
+            fixed(np.zeros((2, 3, 5), "float32"))
 
     def test_golden(self):
         self.assert_golden("automaton_position_encoding_full_matrix")

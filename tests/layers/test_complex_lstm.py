@@ -336,6 +336,14 @@ class ComplexLSTMTest(testing.TestCase):
             ComplexLSTM(2, gate_product="modulus")
         with pytest.raises(ValueError, match=r"even.*shape=\(2, 5\)"):
             ComplexLSTM(2)(np.zeros((2, 4, 5), "float32"))
+        # Any rank but 3, built or not, before Keras's input-spec check.
+        layer = ComplexLSTM(2)
+        for shape in [(2, 4), (2, 4, 6, 1), (2, 4, 6, 1, 1)]:
+            with pytest.raises(ValueError, match=r"`sequences` must have rank"):
+                layer(np.zeros(shape, "float32"))
+        layer(np.zeros((2, 4, 6), "float32"))
+        with pytest.raises(ValueError, match=r"sequences.shape=\(2, 4\)"):
+            layer(np.zeros((2, 4), "float32"))
 
     def test_saving(self):
         x = _complex_inputs(seed=21)
