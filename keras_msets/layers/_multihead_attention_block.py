@@ -187,8 +187,10 @@ class MultiheadAttentionBlock(FeedForwardBlock):
                 ops.expand_dims(query_valid, -1),
                 ops.expand_dims(value_mask, 1),
             )
-        if value.shape[1] == 0:
-            # No keys at all: the attention term of an all-masked set.
+        if value.shape[1] == 0 or 0 in tuple(query.shape[:2]):
+            # No keys at all: the attention term of an all-masked set. No
+            # queries (or batch 0): an empty result, of the same shape
+            # (TensorFlow's einsum refuses some empty operands).
             return self.feed_forward(self.attention_norm(query))
         attended = self.attention(
             query,
