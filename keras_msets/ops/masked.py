@@ -203,9 +203,12 @@ def _masked_extremum(x, mask, axis, keepdims, largest):
     x = ops.convert_to_tensor(x)
     axis = _normalize_axis(axis, len(x.shape))
     reduce = ops.max if largest else ops.min
-    if x.shape[axis] == 0:
-        # No element at all: the value of an all-masked set, 0 (a max over
-        # an empty axis is an error on some backends).
+    if 0 in tuple(x.shape):
+        # No element at all: the value of an all-masked set, 0, or an empty
+        # result (batch 0); a max over an empty tensor is an error on some
+        # backends.
+        if mask is not None:
+            expand_mask(mask, x, axis)
         return ops.sum(x, axis=axis, keepdims=keepdims)
     if mask is None:
         result = reduce(x, axis=axis, keepdims=keepdims)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_msets import ops as msets_ops
 from keras_msets.layers.dimension_equivariant_multiset_attention_block import (  # noqa: E501
     DimensionEquivariantMultisetAttentionBlock,
 )
@@ -136,8 +137,9 @@ class DimensionEquivariantMultiSetTransformer(MultisetBlockModel):
 
     def _encode(self, hidden, masks, training):
         encoded, masks = super()._encode(hidden, masks, training)
-        # Sec. 3.5: max pooling over the input dimensions.
-        return [ops.max(z, axis=2) for z in encoded], masks
+        # Sec. 3.5: max pooling over the input dimensions (an empty set,
+        # n = 0, gives an empty result, not a backend error).
+        return [msets_ops.masked_max(z, axis=2) for z in encoded], masks
 
     def _scale_output(self, outputs, sets):
         if not self.scale_output_by_dim:
