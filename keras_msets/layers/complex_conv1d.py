@@ -6,6 +6,9 @@ from keras_msets.layers._complex_weights import add_bias_and_activate
 from keras_msets.layers._complex_weights import add_complex_weights
 from keras_msets.layers._complex_weights import block_kernel
 from keras_msets.layers._complex_weights import complex_weights_config
+from keras_msets.ops.checks import as_features
+from keras_msets.ops.checks import check_features_argument
+from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
@@ -142,8 +145,16 @@ class ComplexConv1D(keras.layers.Layer):
         shape = (self.kernel_size, channels, self.filters)
         add_complex_weights(self, shape, self.filters)
 
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras converts the arguments to tensors: a string mask
+        # would otherwise fail there with a backend error.
+        check_features_argument("inputs", inputs)
+        check_mask_argument("mask", kwargs.get("mask"), inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, mask=None):
         self._input_channels(inputs.shape)
+        inputs = as_features(inputs, self.compute_dtype)
         if mask is not None:
             # Zeros, not garbage, reach the windows that overlap padding.
             valid = msets_ops.expand_mask(mask, inputs)

@@ -5,6 +5,9 @@ from keras_msets.layers._complex_weights import add_bias_and_activate
 from keras_msets.layers._complex_weights import add_complex_weights
 from keras_msets.layers._complex_weights import block_kernel
 from keras_msets.layers._complex_weights import complex_weights_config
+from keras_msets.ops.checks import as_features
+from keras_msets.ops.checks import check_features_argument
+from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_positive_int
 
 
@@ -93,9 +96,17 @@ class ComplexDense(keras.layers.Layer):
         shape = (input_units, self.units)
         add_complex_weights(self, shape, self.units)
 
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras converts the arguments to tensors: a string mask
+        # would otherwise fail there with a backend error.
+        check_features_argument("inputs", inputs)
+        check_mask_argument("mask", kwargs.get("mask"), inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, mask=None):
         # The mask is not used here: Keras passes it on unchanged.
         self._input_units(inputs.shape)
+        inputs = as_features(inputs, self.compute_dtype)
         kernel = block_kernel(self)
         outputs = ops.matmul(inputs, kernel)
         outputs = add_bias_and_activate(self, outputs)
