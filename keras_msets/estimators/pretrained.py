@@ -60,39 +60,8 @@ KL divergence and mutual information are returned as the model's
 regression output clipped at 0 (both quantities are non-negative), in
 nats.
 
-What the estimators refuse, and what they do outside the training data:
-
-- Inputs must be real: complex, string or object arrays raise a
-  `TypeError` naming the argument; NaN or inf, a wrong rank, different
-  `d` in `x` and `y`, no sets, no columns, or too few points (`d + 1`,
-  `2d + 1` for the joint reading) raise a `ValueError`.
-- Each pair is first divided by the largest absolute value of its two
-  sets (one positive factor, which every estimate here is invariant to),
-  so values near 1e155 or 1e-300 give the answer of the same data at
-  scale 1 instead of an overflowing covariance.
-- A `d` outside a preset's trained range is refused. Sets outside its
-  trained sizes, and a `d` where its card shows no skill, give a
-  `UserWarning` once per process per preset and reason.
-- Tails (`out_of_distribution`): after the preset's own preprocessing,
-  `keras_msets.stats.preprocessing.tail_statistic` (the largest
-  per-coordinate sample kurtosis of either set) is compared with the
-  99.9 % quantile of the same statistic over 2,000 training sets of the
-  preset at that `d` (`tail_thresholds`, calibrated by `python -m
-  keras_msets.estimators.calibrate_tails`). A pair above it has heavier
-  tails than nearly every set the model was trained on (Student-t data
-  with one degree of freedom, say, where the mutual-information model
-  answers 10 nats for a true 0.22). With `out_of_distribution=
-  "fallback"` (the default of `kl_divergence` and `mutual_information`)
-  such pairs are answered by the classical estimator
-  (`knn_kl_divergence`, `ksg_mutual_information`) with a `UserWarning`
-  that says so; `"warn"` keeps the model's answer with a warning (the
-  default of `same_distribution_probability`, which has no classical
-  counterpart here); `"raise"` raises a `ValueError`. The check applies
-  to presets; a `keras.Model` passed as `model` is not checked (its
-  training data are unknown).
-- The cached models are shared by all threads: loading and prediction
-  are serialized, so calls from several threads give the serial answers
-  on every backend.
+What the estimators refuse, and what they do outside their presets'
+training data: see `keras_msets.estimators` (the package docstring).
 """
 
 import os
