@@ -135,9 +135,11 @@ def check_features_argument(name, x):
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         return
-    if isinstance(dtype, np.dtype):
-        numeric = dtype.kind in "biuf"
+    if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
+        numeric = True
     else:
+        # Also numpy dtypes of other kinds: bfloat16 (ml_dtypes) has kind
+        # "V" but is a float for Keras.
         try:
             dtype = keras.backend.standardize_dtype(dtype)
         except ValueError:
