@@ -28,6 +28,8 @@ setup(
     package_data={
         # The model card template of keras_msets.training.card.
         "keras_msets.training": ["*.md"],
+        # The tail thresholds of keras_msets.estimators.out_of_distribution.
+        "keras_msets.estimators": ["*.json"],
         **{
             f"keras_msets._presets.{name}": ["*.json", "*.h5", "*.md", "*.txt"]
             for name in PRESETS

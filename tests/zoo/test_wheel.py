@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 # that keras_msets comes from that environment and every preset loads.
 CHECK = textwrap.dedent(
     """
-    import json, socket, sys
+    import json, pathlib, socket, sys
 
     def _blocked(*args, **kwargs):
         raise OSError("network blocked by the wheel test")
@@ -35,7 +35,16 @@ CHECK = textwrap.dedent(
     from keras_msets import zoo
     from keras_msets.zoo import registry
 
+    from keras_msets.estimators import out_of_distribution
+    from keras_msets.training import card
+
     out = {"file": keras_msets.__file__, "presets": zoo.list(), "outputs": {}}
+    # Package data beside the modules: the tail thresholds, the card
+    # template.
+    thresholds = out_of_distribution.TAIL_THRESHOLDS_PATH
+    out["tail_thresholds"] = thresholds.is_file()
+    training_dir = pathlib.Path(card.__file__).parent
+    out["card_templates"] = sorted(p.name for p in training_dir.glob("*.md"))
     for name in zoo.list():
         example = zoo.info(name)["example"]
         x = registry.example_input(example)
@@ -124,6 +133,8 @@ def test_wheel_ships_presets_and_loads_offline(wheel, tmp_path):
     out = json.loads(line[-1][len("RESULT") :])
     assert out["file"].startswith(str(venv)), out["file"]
     assert out["presets"] == zoo.list()
+    assert out["tail_thresholds"]
+    assert out["card_templates"] == ["card_template.md"]
     # The outputs stored when each preset was saved (on its training
     # backend): test_registry checks that every backend reproduces them
     # from the repository's files; here the installed wheel's must too.
