@@ -57,6 +57,34 @@ _PRESET_FILES = (preset_io.CONFIG_FILE, preset_io.METADATA_FILE)
 WEIGHTS_FILE = preset_io.WEIGHTS_FILE
 
 
+def add_output_arguments(parser):
+    """`--output-dir` and `--overwrite`, shared by every recipe's parser."""
+    parser.add_argument(
+        "--output-dir",
+        default=None,
+        help="folder to write (default: runs/<date>-<time>/<name>)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="allow writing into an existing or installed preset folder",
+    )
+
+
+def add_optimizer_arguments(parser, budget):
+    """`--batch-size`, `--learning-rate` and `--seed`, defaults from
+    `budget`, shared by every recipe's parser."""
+    parser.add_argument(
+        "--batch-size", type=int, help=f"default {budget['batch_size']}"
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        help=f"default {budget['learning_rate']:g}",
+    )
+    parser.add_argument("--seed", type=int, help=f"default {budget['seed']}")
+
+
 def preset_roots():
     """Folders that hold installed presets, which training must not touch.
 
@@ -286,16 +314,7 @@ class Recipe:
         parser = argparse.ArgumentParser(
             description=f"Train the `{self.name}` preset. {self.summary}"
         )
-        parser.add_argument(
-            "--output-dir",
-            default=None,
-            help="folder to write (default: runs/<date>-<time>/<name>)",
-        )
-        parser.add_argument(
-            "--overwrite",
-            action="store_true",
-            help="allow writing into an existing or installed preset folder",
-        )
+        add_output_arguments(parser)
         budget = self.full_budget()
         parser.add_argument(
             "--epochs", type=int, help=f"default {budget['epochs']}"
@@ -311,17 +330,7 @@ class Recipe:
             )
             + ")",
         )
-        parser.add_argument(
-            "--batch-size", type=int, help=f"default {budget['batch_size']}"
-        )
-        parser.add_argument(
-            "--learning-rate",
-            type=float,
-            help=f"default {budget['learning_rate']}",
-        )
-        parser.add_argument(
-            "--seed", type=int, help=f"default {budget['seed']}"
-        )
+        add_optimizer_arguments(parser, budget)
         parser.add_argument(
             "--checkpoint-dir",
             default=None,

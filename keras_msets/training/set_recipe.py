@@ -146,32 +146,13 @@ class SetRecipe(recipe_lib.Recipe):
         parser = argparse.ArgumentParser(
             description=f"Train the `{self.name}` preset. {self.summary}"
         )
-        parser.add_argument(
-            "--output-dir",
-            default=None,
-            help="folder to write (default: runs/<name>-<date>-<time>)",
-        )
-        parser.add_argument(
-            "--overwrite",
-            action="store_true",
-            help="allow writing into an existing or installed preset folder",
-        )
+        recipe_lib.add_output_arguments(parser)
         parser.add_argument(
             "--steps",
             type=int,
             help=f"training batches (default {budget['steps']})",
         )
-        parser.add_argument(
-            "--batch-size", type=int, help=f"default {budget['batch_size']}"
-        )
-        parser.add_argument(
-            "--learning-rate",
-            type=float,
-            help=f"default {budget['learning_rate']:g}",
-        )
-        parser.add_argument(
-            "--seed", type=int, help=f"default {budget['seed']}"
-        )
+        recipe_lib.add_optimizer_arguments(parser, budget)
         parser.add_argument("--workers", type=int, default=None)
         parser.add_argument(
             "--continue-from",
