@@ -27,8 +27,6 @@ results. The estimators work on numpy arrays and refuse NaN and inf with
 a clear error.
 """
 
-import threading
-
 import keras
 import numpy as np
 import pytest
@@ -39,6 +37,7 @@ from keras_msets import estimators
 from keras_msets import layers
 from keras_msets import models
 from keras_msets import zoo
+from keras_msets.testing.threads import run_in_threads
 from tests.hostile_strategies import FAST
 from tests.hostile_strategies import FEW
 from tests.hostile_strategies import PAD_VALUES
@@ -710,24 +709,6 @@ def test_estimators_refuse_bad_samples_clearly(name, pair):
     assert_clear_error(ESTIMATORS[name], *pair)
 
 
-def _in_threads(fn, count=4):
-    results, errors = [None] * count, []
-
-    def work(i):
-        try:
-            results[i] = fn(i)
-        except Exception as error:  # noqa: BLE001 - asserted below
-            errors.append(repr(error))
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
-    return results
-
-
 def test_estimators_from_four_threads_give_the_serial_answers():
     """`kl_divergence` in threads is tested in tests/estimators; here the
     other two pretrained estimators (each thread on its own data, through
@@ -740,11 +721,11 @@ def test_estimators_from_four_threads_give_the_serial_answers():
         estimators.mutual_information,
     ):
         serial = [fn(x, y, model=model) for x, y in pairs]
-        parallel = _in_threads(lambda i, fn=fn: fn(*pairs[i], model=model))
+        parallel = run_in_threads(lambda i, fn=fn: fn(*pairs[i], model=model))
         np.testing.assert_allclose(parallel, serial, rtol=1e-6)
     for fn in (estimators.knn_kl_divergence, estimators.ksg_mutual_information):
         serial = [fn(x, y) for x, y in pairs]
-        parallel = _in_threads(lambda i, fn=fn: fn(*pairs[i]))
+        parallel = run_in_threads(lambda i, fn=fn: fn(*pairs[i]))
         np.testing.assert_allclose(parallel, serial, rtol=1e-12)
 
 
@@ -754,7 +735,7 @@ def test_zoo_load_of_different_presets_from_four_threads():
     names = ["complex_deepsets_units_digit", "deepsets_units_digit"]
     ids = np.array([[3, 4, 5, 0]], "int32")
     serial = {n: zoo.load(n).predict(ids, verbose=0) for n in names}
-    parallel = _in_threads(
+    parallel = run_in_threads(
         lambda i: zoo.load(names[i % 2]).predict(ids, verbose=0)
     )
     for i, out in enumerate(parallel):

@@ -6,7 +6,6 @@ estimate is invariant to a common positive factor), the classical
 estimator, or the serial result.
 """
 
-import threading
 import warnings
 
 import numpy as np
@@ -17,6 +16,7 @@ from keras_msets import estimators
 from keras_msets import zoo
 from keras_msets.estimators import pretrained
 from keras_msets.models.mst.multiset_transformer import build_multiset_model
+from keras_msets.testing.threads import run_in_threads
 
 TINY = {"latent_dim": 4, "ff_dim": 8, "num_blocks": 1, "num_heads": 2}
 
@@ -220,35 +220,17 @@ def test_unlearned_dims_warn_only_when_used():
             )
 
 
-def _in_threads(fn, count=4):
-    results, errors = [None] * count, []
-
-    def work(i):
-        try:
-            results[i] = fn(i)
-        except Exception as error:  # noqa: BLE001 - asserted below
-            errors.append(repr(error))
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
-    return results
-
-
 def test_four_threads_give_the_serial_answers():
     pairs = [(_gauss(120, 4, s), _gauss(130, 4, s + 10, 1.3)) for s in range(4)]
     serial = [estimators.kl_divergence(x, y) for x, y in pairs]
-    parallel = _in_threads(lambda i: estimators.kl_divergence(*pairs[i]))
+    parallel = run_in_threads(lambda i: estimators.kl_divergence(*pairs[i]))
     np.testing.assert_allclose(parallel, serial, rtol=1e-6)
 
 
 def test_zoo_load_from_four_threads_gives_the_serial_answers():
     ids = np.array([[3, 4, 5, 0]], "int32")
     serial = zoo.load("complex_deepsets_units_digit").predict(ids, verbose=0)
-    parallel = _in_threads(
+    parallel = run_in_threads(
         lambda i: zoo.load("complex_deepsets_units_digit").predict(
             ids, verbose=0
         )
