@@ -33,6 +33,13 @@ def _shape_matches(actual, expected):
     )
 
 
+def _shapes_agree(actual, expected):
+    """Two lists of shapes match one to one (None matches any size)."""
+    return len(actual) == len(expected) and all(
+        _shape_matches(a, e) for a, e in zip(actual, expected, strict=True)
+    )
+
+
 def _is_shape(value):
     return isinstance(value, (tuple, list)) and all(
         v is None or isinstance(v, (int, np.integer)) for v in value
@@ -122,77 +129,59 @@ def check_serialization(
 
 
 def check_eager_call(
-    layer_cls,
-    init_kwargs,
-    input_data,
-    input_mask,
-    call_kwargs,
-    expected_output_shape,
-    expected_output_dtype,
-    expected_num_trainable_weights,
-    expected_num_non_trainable_weights,
-    expected_num_seed_generators,
+    layer_cls, init_kwargs, input_data, input_mask, call_kwargs, expected
 ):
     """Eager call: output shapes and dtypes, weight and seed counts.
 
-    Returns the output shapes.
+    `expected` maps `output_shape`, `output_dtype`,
+    `num_trainable_weights`, `num_non_trainable_weights` and
+    `num_seed_generators` to their expected values (None or absent: not
+    checked).
+
+    Returns the called layer and its output shapes.
     """
     name = layer_cls.__name__
     layer = layer_cls(**init_kwargs)
     output = call_layer(layer, input_data, input_mask, call_kwargs)
     flat_out = _flatten(output)
     shapes = [tuple(keras.ops.shape(o)) for o in flat_out]
-    if expected_output_shape is not None:
-        expected = _flat_shapes(expected_output_shape)
-        if len(expected) != len(shapes) or not all(
-            _shape_matches(a, e) for a, e in zip(shapes, expected, strict=True)
-        ):
+    if expected.get("output_shape") is not None:
+        expected_shapes = _flat_shapes(expected["output_shape"])
+        if not _shapes_agree(shapes, expected_shapes):
             raise AssertionError(
                 f"{name} output shape(s) {_show(shapes)} do not match "
-                f"expected_output_shape {_show(expected)} (None entries "
-                "match any size)."
+                f"expected_output_shape {_show(expected_shapes)} (None "
+                "entries match any size)."
             )
-    if expected_output_dtype is not None:
-        expected = expected_output_dtype
-        expected = (
-            [expected] * len(flat_out)
-            if isinstance(expected, str)
-            else _flatten(expected)
-        )
+    if expected.get("output_dtype") is not None:
+        dtype = expected["output_dtype"]
+        dtype = [dtype] * len(flat_out) if isinstance(dtype, str) else dtype
         dtypes = [keras.backend.standardize_dtype(o.dtype) for o in flat_out]
-        expected = [keras.backend.standardize_dtype(d) for d in expected]
-        if dtypes != expected:
+        expected_dtypes = [
+            keras.backend.standardize_dtype(d) for d in _flatten(dtype)
+        ]
+        if dtypes != expected_dtypes:
             raise AssertionError(
                 f"{name} output dtype(s) {dtypes} do not match "
-                f"expected_output_dtype {expected}."
+                f"expected_output_dtype {expected_dtypes}."
             )
-    counts = [
-        (
-            "trainable",
-            layer.trainable_weights,
-            expected_num_trainable_weights,
-        ),
-        (
-            "non-trainable",
-            layer.non_trainable_weights,
-            expected_num_non_trainable_weights,
-        ),
-    ]
-    for kind, weights, expected in counts:
-        if expected is not None and len(weights) != expected:
+    for kind in ("trainable", "non_trainable"):
+        weights = getattr(layer, f"{kind}_weights")
+        count = expected.get(f"num_{kind}_weights")
+        if count is not None and len(weights) != count:
             paths = [w.path for w in weights]
             raise AssertionError(
-                f"{name} has {len(weights)} {kind} weights, expected "
-                f"{expected}: {paths}"
+                f"{name} has {len(weights)} {kind.replace('_', '-')} "
+                f"weights, expected {count}: {paths}"
             )
-    if expected_num_seed_generators is not None:
+    count = expected.get("num_seed_generators")
+    if count is not None:
         found = len(_seed_generators(layer))
-        if found != expected_num_seed_generators:
+        if found != count:
             raise AssertionError(
-                f"{name} has {found} seed generators, expected "
-                f"{expected_num_seed_generators}."
+                f"{name} has {found} seed generators, expected {count}."
             )
-    return shapes
+    return layer, shapes
 
 
 def symbolic_inputs(input_data, input_mask):
@@ -215,23 +204,20 @@ def symbolic_inputs(input_data, input_mask):
 
 
 def check_symbolic_call(
-    layer_cls, init_kwargs, input_data, input_mask, call_kwargs
+    layer_cls, init_kwargs, input_data, input_mask, call_kwargs, eager_shapes
 ):
-    """Symbolic shapes agree with eager ones and `compute_output_shape`."""
+    """Symbolic shapes agree with eager ones and `compute_output_shape`.
+
+    `eager_shapes` are the output shapes of an eager call on `input_data`
+    (as returned by `check_eager_call`).
+    """
     name = layer_cls.__name__
-    eager_layer = layer_cls(**init_kwargs)
-    eager = _flatten(
-        call_layer(eager_layer, input_data, input_mask, call_kwargs)
-    )
-    eager_shapes = [(None,) + tuple(o.shape)[1:] for o in eager]
+    eager_shapes = [(None,) + tuple(s)[1:] for s in eager_shapes]
     layer = layer_cls(**init_kwargs)
     inputs, masks = symbolic_inputs(input_data, input_mask)
     symbolic = _flatten(call_layer(layer, inputs, masks, call_kwargs))
     symbolic_shapes = [tuple(o.shape) for o in symbolic]
-    if len(symbolic_shapes) != len(eager_shapes) or not all(
-        _shape_matches(s, e)
-        for s, e in zip(symbolic_shapes, eager_shapes, strict=True)
-    ):
+    if not _shapes_agree(symbolic_shapes, eager_shapes):
         raise AssertionError(
             f"{name}: symbolic call gives output shape(s) "
             f"{_show(symbolic_shapes)} but the eager call gives "
@@ -247,10 +233,7 @@ def check_symbolic_call(
         input_shapes = map_structure(lambda t: tuple(t.shape), inputs)
         computed = layer.compute_output_shape(_shape_structure(input_shapes))
         computed = _flat_shapes(computed)
-        if len(computed) != len(eager_shapes) or not all(
-            _shape_matches(c, e)
-            for c, e in zip(computed, eager_shapes, strict=True)
-        ):
+        if not _shapes_agree(computed, eager_shapes):
             raise AssertionError(
                 f"{name}.compute_output_shape({_show(input_shapes)}) "
                 f"returns {_show(computed)} but calling the layer gives "

@@ -68,6 +68,21 @@ def _random_perms(rng, sets):
     ]
 
 
+def _permuted_calls(fn, sets, mask_list, multi, num_draws, seed):
+    """Yields `(draw, perms, output)` for `num_draws` random permutations
+    of every set (per batch row), each mask permuted with its set."""
+    rng = np.random.default_rng(seed)
+    for draw in range(num_draws):
+        perms = _random_perms(rng, sets)
+        permuted = [_permute(x, p) for x, p in zip(sets, perms, strict=True)]
+        permuted_masks = (
+            None
+            if mask_list is None
+            else [_permute(m, p) for m, p in zip(mask_list, perms, strict=True)]
+        )
+        yield draw, perms, _call_set_fn(fn, permuted, permuted_masks, multi)
+
+
 def _describe(multi, draw):
     where = "per set, independently" if multi else "of the set axis"
     return f"under random permutation draw {draw} ({where})"
@@ -92,16 +107,9 @@ def assert_permutation_invariant(
     """
     sets, mask_list, multi = _as_sets(inputs, masks)
     reference = _call_set_fn(fn, sets, mask_list, multi)
-    rng = np.random.default_rng(seed)
-    for draw in range(num_draws):
-        perms = _random_perms(rng, sets)
-        permuted = [_permute(x, p) for x, p in zip(sets, perms, strict=True)]
-        permuted_masks = (
-            None
-            if mask_list is None
-            else [_permute(m, p) for m, p in zip(mask_list, perms, strict=True)]
-        )
-        out = _call_set_fn(fn, permuted, permuted_masks, multi)
+    for draw, _, out in _permuted_calls(
+        fn, sets, mask_list, multi, num_draws, seed
+    ):
         assert_all_close(
             out,
             reference,
@@ -128,16 +136,9 @@ def assert_permutation_equivariant(
             f"An equivariant function must return one output per set: got "
             f"{len(reference_list)} outputs for {len(sets)} sets."
         )
-    rng = np.random.default_rng(seed)
-    for draw in range(num_draws):
-        perms = _random_perms(rng, sets)
-        permuted = [_permute(x, p) for x, p in zip(sets, perms, strict=True)]
-        permuted_masks = (
-            None
-            if mask_list is None
-            else [_permute(m, p) for m, p in zip(mask_list, perms, strict=True)]
-        )
-        out = _call_set_fn(fn, permuted, permuted_masks, multi)
+    for draw, perms, out in _permuted_calls(
+        fn, sets, mask_list, multi, num_draws, seed
+    ):
         out_list = list(out) if multi else [out]
         for k, (o, r, p) in enumerate(
             zip(out_list, reference_list, perms, strict=True)

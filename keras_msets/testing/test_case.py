@@ -20,7 +20,6 @@ from keras_msets.testing.comparisons import assert_all_equal
 from keras_msets.testing.comparisons import map_structure
 from keras_msets.testing.comparisons import to_numpy
 from keras_msets.testing.comparisons import to_numpy_structure
-from keras_msets.testing.layer_checks import call_layer
 from keras_msets.testing.layer_checks import check_eager_call
 from keras_msets.testing.layer_checks import check_serialization
 from keras_msets.testing.layer_checks import check_symbolic_call
@@ -134,32 +133,19 @@ class TestCase(unittest.TestCase):
             check_serialization(
                 layer_cls, init_kwargs, custom_objects, registered_package
             )
-            check_eager_call(
-                layer_cls,
-                init_kwargs,
-                input_data,
-                input_mask,
-                call_kwargs,
-                expected_output_shape,
-                expected_output_dtype,
-                expected_num_trainable_weights,
-                expected_num_non_trainable_weights,
-                expected_num_seed_generators,
-            )
+            expected = {
+                "output_shape": expected_output_shape,
+                "output_dtype": expected_output_dtype,
+                "num_trainable_weights": expected_num_trainable_weights,
+                "num_non_trainable_weights": expected_num_non_trainable_weights,
+                "num_seed_generators": expected_num_seed_generators,
+            }
+            case = (layer_cls, init_kwargs, input_data, input_mask, call_kwargs)
+            layer, shapes = check_eager_call(*case, expected)
             if run_symbolic_check:
-                check_symbolic_call(
-                    layer_cls, init_kwargs, input_data, input_mask, call_kwargs
-                )
+                check_symbolic_call(*case, shapes)
             if run_training_check:
-                check_training(
-                    layer_cls,
-                    init_kwargs,
-                    input_data,
-                    input_mask,
-                    call_kwargs,
-                    allow_unchanged_weights,
-                )
-            layer = layer_cls(**init_kwargs)
+                check_training(*case, allow_unchanged_weights)
             if supports_masking is not None:
                 self.assertEqual(
                     layer.supports_masking,
@@ -168,7 +154,6 @@ class TestCase(unittest.TestCase):
                     f"expected {supports_masking}.",
                 )
             if expected_output_mask is not NOT_GIVEN:
-                call_layer(layer, input_data, input_mask, call_kwargs)
                 mask = layer.compute_mask(
                     map_structure(keras.ops.convert_to_tensor, input_data),
                     None
@@ -195,13 +180,12 @@ class TestCase(unittest.TestCase):
         reloaded = keras.saving.load_model(
             path, custom_objects=custom_objects, safe_mode=True
         )
-        actual = to_numpy_structure(reloaded(input_data, training=False))
-        assert_all_close(
-            actual,
+        _assert_outputs(
+            reloaded,
+            input_data,
             expected,
-            atol=atol,
-            rtol=atol,
-            msg="The reloaded .keras model gives different outputs.",
+            atol,
+            "The reloaded .keras model gives different outputs.",
         )
         return reloaded
 
@@ -236,9 +220,8 @@ class TestCase(unittest.TestCase):
             value = to_numpy(w)
             w.assign(value + rng.uniform(0.1, 0.5, size=value.shape))
         if float_weights:
-            before = to_numpy_structure(fresh(input_data, training=False))
             try:
-                assert_all_close(before, expected, atol=atol, rtol=atol)
+                _assert_outputs(fresh, input_data, expected, atol)
             except AssertionError:
                 pass
             else:
@@ -248,12 +231,17 @@ class TestCase(unittest.TestCase):
                     "trip would pass vacuously."
                 )
         fresh.load_weights(path)
-        actual = to_numpy_structure(fresh(input_data, training=False))
-        assert_all_close(
-            actual,
+        _assert_outputs(
+            fresh,
+            input_data,
             expected,
-            atol=atol,
-            rtol=atol,
-            msg="After load_weights the fresh model gives different outputs.",
+            atol,
+            "After load_weights the fresh model gives different outputs.",
         )
         return fresh
+
+
+def _assert_outputs(model, input_data, expected, atol, msg=None):
+    """`model(input_data)` (inference) is within `atol` of `expected`."""
+    actual = to_numpy_structure(model(input_data, training=False))
+    assert_all_close(actual, expected, atol=atol, rtol=atol, msg=msg)
