@@ -3,6 +3,7 @@ import math
 import keras
 from keras import ops
 
+from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_float
 from keras_msets.utils.validation import check_positive_int
@@ -140,12 +141,14 @@ class AutomatonPositionEncoding(keras.layers.Layer):
     variants of the paper's Sec. 4.2:
 
     - `"diagonal_polar_fixed"`: the sinusoids above; no weights.
-    - `"diagonal_polar_learned"`: the same form with trainable `s`, `phi`,
-      `log r` and `theta` (`d/2` each), initialised to the sinusoids. The
-      modulus is learned as `log r` and `r^p` computed as
-      `exp(p log r)`: `r` stays positive, and positions stay finite at any
-      length while `log r <= 0` (a learned `log r > 0` makes the encoding
-      grow as `r^p`, like the automaton it is).
+    - `"diagonal_polar_learned"`: the paper's "learned angles": `phi` and
+      `theta` (`d/2` each) trainable and initialised to the sinusoids,
+      `s = r = 1` fixed, so every position keeps the sinusoids' norm.
+      With `learn_modulus=True`, `s` and `log r` are trained as well (our
+      extension, not the paper's): `r^p` is computed as `exp(p log r)`,
+      so `r` stays positive, and positions stay finite at any length
+      while `log r <= 0` (a learned `log r > 0` makes the encoding grow
+      as `r^p`, like the automaton it is).
     - `"full_matrix_random"`: a real automaton with a full `d x d`
       transition matrix (orthogonal initialisation) and initial weights in
       a random direction with the sinusoids' norm `sqrt(d/2)`; frozen
@@ -166,6 +169,11 @@ class AutomatonPositionEncoding(keras.layers.Layer):
             there, ignored by the other modes).
         max_wavelength: the sinusoids' longest wavelength, used by the
             diagonal modes (default `10000`, as in KerasHub).
+        learn_modulus: bool, `"diagonal_polar_learned"` only: also train
+            the scales `s` and log-moduli `log r` (default `False`: they
+            stay non-trainable at 1 and 0, as in the paper). Configs saved
+            before this argument existed load with `True`, the behaviour
+            they were saved with.
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -208,9 +216,22 @@ class AutomatonPositionEncoding(keras.layers.Layer):
           ICML 2017.
     """
 
-    def __init__(self, mode, max_length=None, max_wavelength=10000, **kwargs):
+    def __init__(
+        self,
+        mode,
+        max_length=None,
+        max_wavelength=10000,
+        learn_modulus=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         check_choice("mode", mode, MODES)
+        learn_modulus = check_bool("learn_modulus", learn_modulus)
+        if learn_modulus and mode != "diagonal_polar_learned":
+            raise ValueError(
+                "`learn_modulus` applies to mode='diagonal_polar_learned' "
+                f"only. Received: learn_modulus=True, mode={mode!r}"
+            )
         max_length = check_positive_int(
             "max_length", max_length, allow_none=True
         )
@@ -223,6 +244,7 @@ class AutomatonPositionEncoding(keras.layers.Layer):
         self.mode = mode
         self.max_length = max_length
         self.max_wavelength = max_wavelength
+        self.learn_modulus = learn_modulus
         self.supports_masking = True
 
     def _check_rank(self, shape):
@@ -273,7 +295,7 @@ class AutomatonPositionEncoding(keras.layers.Layer):
             )
         trainable = self.mode in _LEARNED_MODES
 
-        def weight(name, shape, initializer):
+        def weight(name, shape, initializer, trainable=trainable):
             # Read in float32 even under mixed precision: `call` picks the
             # precision (see `_working_dtype`).
             return self.add_weight(
@@ -286,11 +308,13 @@ class AutomatonPositionEncoding(keras.layers.Layer):
 
         if self.mode == "diagonal_polar_learned":
             pairs = (hidden_dim // 2,)
-            self.scale = weight("scale", pairs, "ones")
+            self.scale = weight("scale", pairs, "ones", self.learn_modulus)
             self.phase = weight(
                 "phase", pairs, keras.initializers.Constant(math.pi / 2)
             )
-            self.log_modulus = weight("log_modulus", pairs, "zeros")
+            self.log_modulus = weight(
+                "log_modulus", pairs, "zeros", self.learn_modulus
+            )
             self.angle = weight(
                 "angle", pairs, _sinusoid_angle_initializer(self.max_wavelength)
             )
@@ -405,6 +429,15 @@ class AutomatonPositionEncoding(keras.layers.Layer):
                 "mode": self.mode,
                 "max_length": self.max_length,
                 "max_wavelength": self.max_wavelength,
+                "learn_modulus": self.learn_modulus,
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        # Saved before `learn_modulus` existed: the modulus was trained.
+        if config.get("mode") == "diagonal_polar_learned":
+            config.setdefault("learn_modulus", True)
+        return super().from_config(config)

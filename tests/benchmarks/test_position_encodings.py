@@ -25,7 +25,8 @@ def test_position_encodings_smoke(tmp_path):
     assert settings["smoke"] is True
     assert settings["backend"] == results["settings"]["backend"]
     lengths = settings["in_lengths"] + settings["long_lengths"]
-    assert set(saved["summary"]) == set(script.MODES)
+    assert set(saved["summary"]) == set(script.ROWS)
+    assert set(script.MODES) < set(script.ROWS)
     for mode, summary in saved["summary"].items():
         assert np.isfinite(summary["final_train_loss"]), mode
         for length in lengths:
@@ -38,7 +39,8 @@ def test_position_encodings_smoke(tmp_path):
     d, max_length = settings["hidden_dim"], max(lengths)
     assert trainable == {
         "diagonal_polar_fixed": 0,
-        "diagonal_polar_learned": 4 * (d // 2),
+        "diagonal_polar_learned": 2 * (d // 2),  # phi and theta
+        "diagonal_polar_learned_modulus": 4 * (d // 2),  # and s, log r
         "full_matrix_random": 0,
         "full_matrix_learned": d + d * d,
         "per_position_random": 0,

@@ -145,7 +145,9 @@ def automaton_position_encoding_diagonal_polar_learned():
 
     def build():
         return layers.AutomatonPositionEncoding(
-            "diagonal_polar_learned", name="position_encoding"
+            "diagonal_polar_learned",
+            learn_modulus=True,
+            name="position_encoding",
         )
 
     return build, inputs

@@ -11,7 +11,7 @@ BACKEND = keras.backend.backend()
 # Trainable and non-trainable weight counts of each mode.
 WEIGHT_COUNTS = {
     "diagonal_polar_fixed": (0, 0),
-    "diagonal_polar_learned": (4, 0),
+    "diagonal_polar_learned": (2, 2),  # phi, theta; s = r = 1 fixed
     "full_matrix_random": (0, 2),
     "full_matrix_learned": (2, 0),
     "per_position_random": (0, 1),
@@ -321,6 +321,54 @@ class AutomatonPositionEncodingTest(testing.TestCase):
         self.assertEqual(fixed(np.zeros((2, 3, 6), "float32")).shape, (2, 3, 6))
         with pytest.raises(ValueError, match="even hidden_dim.*shape="):
             fixed(np.zeros((2, 3, 5), "float32"))
+
+    def test_learned_angles_only_by_default(self):
+        """Sec. 4.2's "learned angles": phi and theta train, s = r = 1."""
+        x = _embeddings(2, 12, 8)
+        for learn_modulus, trained in (
+            (False, ("phase", "angle")),
+            (True, ("scale", "phase", "log_modulus", "angle")),
+        ):
+            layer = layers.AutomatonPositionEncoding(
+                "diagonal_polar_learned", learn_modulus=learn_modulus
+            )
+            inputs = keras.Input((None, 8))
+            model = keras.Model(inputs, layer(inputs))
+            model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse")
+            before = {w.name: _numpy(w) for w in layer.weights}
+            model.fit(x, x + 1.0, epochs=2, verbose=0)
+            for w in layer.weights:
+                changed = not np.array_equal(_numpy(w), before[w.name])
+                self.assertEqual(changed, w.name in trained, msg=w.name)
+            self.assertEqual(
+                sorted(w.name for w in layer.trainable_weights), sorted(trained)
+            )
+            # Without a learned modulus every position keeps the
+            # sinusoids' norm sqrt(d / 2); with one it moves.
+            norms = np.linalg.norm(_numpy(layer(x))[0], axis=-1)
+            self.assertEqual(
+                np.allclose(norms, 2.0, atol=1e-5), not learn_modulus
+            )
+
+    def test_config_saved_before_learn_modulus_trains_the_modulus(self):
+        layer = layers.AutomatonPositionEncoding("diagonal_polar_learned")
+        config = layer.get_config()
+        self.assertFalse(config["learn_modulus"])
+        del config["learn_modulus"]
+        old = layers.AutomatonPositionEncoding.from_config(config)
+        self.assertTrue(old.learn_modulus)
+        old.build((None, None, 8))
+        self.assertEqual(len(old.trainable_weights), 4)
+        # Other modes ignore the missing key.
+        config = layers.AutomatonPositionEncoding(MODES[2]).get_config()
+        del config["learn_modulus"]
+        self.assertFalse(
+            layers.AutomatonPositionEncoding.from_config(config).learn_modulus
+        )
+        with pytest.raises(ValueError, match="learn_modulus.*Received"):
+            layers.AutomatonPositionEncoding(MODES[0], learn_modulus=True)
+        with pytest.raises(ValueError, match="learn_modulus.*Received"):
+            layers.AutomatonPositionEncoding(MODES[1], learn_modulus="yes")
 
     def test_golden(self):
         self.assert_golden("automaton_position_encoding_full_matrix")
