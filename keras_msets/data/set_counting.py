@@ -49,6 +49,7 @@ import numpy as np
 from keras_msets.data.fetch import fetch_folder
 from keras_msets.data.fetch import pip_download
 from keras_msets.data.fetch import pip_download_command
+from keras_msets.utils.optional import import_optional
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_non_negative_int
 from keras_msets.utils.validation import check_positive_int
@@ -223,9 +224,10 @@ def _load_mnist_5k(split, data_dir):
 
 @functools.lru_cache(maxsize=2)
 def _load_digits(split):
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
+    datasets = import_optional(
+        "sklearn.datasets", "data", "`source='digits'` (scikit-learn's digits)"
+    )
+    digits = datasets.load_digits()
     images = (digits.images.astype(np.float32) / 16.0)[..., None]
     labels = digits.target.astype(np.int32)
     part = (
