@@ -89,17 +89,7 @@ def check_mask(name, mask, shape):
             f"`{name}` must be a boolean tensor. Received: {name} with "
             f"dtype={dtype}"
         )
-    mask_shape = tuple(mask.shape)
-    shape = tuple(shape)
-    compatible = len(mask_shape) == len(shape) and all(
-        a is None or b is None or a == b
-        for a, b in zip(mask_shape, shape, strict=True)
-    )
-    if not compatible:
-        raise ValueError(
-            f"`{name}` must have shape {shape} (one entry per element). "
-            f"Received: {name}.shape={mask_shape}"
-        )
+    _check_shape(name, tuple(mask.shape), tuple(shape))
     if dtype != "bool":
         mask = keras.ops.cast(mask, "bool")
     return mask
@@ -192,12 +182,20 @@ def check_mask_argument(name, mask, x=None):
 
 def _check_mask_shape(name, mask_shape, x_shape):
     rank = min(max(len(mask_shape), 2), len(x_shape) - 1)
-    shape = x_shape[:rank]
-    compatible = len(mask_shape) == len(shape) and all(
-        a is None or b is None or a == b
-        for a, b in zip(mask_shape, shape, strict=True)
+    _check_shape(name, mask_shape, x_shape[:rank])
+
+
+def shapes_compatible(a, b):
+    """Whether two static shapes agree (`None` matches any length)."""
+    a, b = tuple(a), tuple(b)
+    return len(a) == len(b) and all(
+        p is None or q is None or p == q for p, q in zip(a, b, strict=True)
     )
-    if not compatible:
+
+
+def _check_shape(name, mask_shape, shape):
+    """A `ValueError` unless the mask's static shape is `shape`."""
+    if not shapes_compatible(mask_shape, shape):
         raise ValueError(
             f"`{name}` must have shape {shape} (one entry per element). "
             f"Received: {name}.shape={mask_shape}"

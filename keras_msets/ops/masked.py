@@ -15,6 +15,7 @@ import numpy as np
 from keras import ops
 from keras.backend import standardize_dtype
 
+from keras_msets.ops.checks import shapes_compatible as _shapes_compatible
 from keras_msets.utils.validation import check_int
 
 MASK_LOGIT = -1e9
@@ -45,14 +46,6 @@ def _to_bool(mask):
     if standardize_dtype(mask.dtype) == "bool":
         return mask
     return ops.not_equal(mask, 0)
-
-
-def _shapes_compatible(a, b):
-    """Whether two static shapes agree (`None` matches any length)."""
-    a, b = tuple(a), tuple(b)
-    return len(a) == len(b) and all(
-        p is None or q is None or p == q for p, q in zip(a, b, strict=True)
-    )
 
 
 def expand_mask(mask, x, axis=1):
@@ -122,6 +115,24 @@ def masked_count(mask, axis=1, keepdims=False, dtype="float32"):
     return ops.sum(ops.cast(mask, dtype), axis=axis, keepdims=keepdims)
 
 
+_REDUCTION_ARGS = """Args:
+        x: tensor of shape `[batch, set_size, ...]`.
+        mask: optional tensor of shape `x.shape[:axis + 1]`; nonzero entries
+            mark valid elements. `None` means all valid.
+        axis: integer, the set axis. Defaults to `1`.
+        keepdims: whether to keep the reduced axis with length 1.
+"""
+
+
+def _reduction(function):
+    """Writes the `Args:` the masked reductions share into the docstring."""
+    if function.__doc__ is not None:  # None under `python -OO`
+        function.__doc__ = function.__doc__.replace(
+            "{{reduction_args}}\n", _REDUCTION_ARGS
+        )
+    return function
+
+
 def _fill_and_reduce(reduce, x, mask, axis, keepdims, fill_like):
     """`reduce` along `axis`, masked elements replaced by `fill_like(x)`."""
     x = ops.convert_to_tensor(x)
@@ -132,17 +143,13 @@ def _fill_and_reduce(reduce, x, mask, axis, keepdims, fill_like):
     return reduce(x, axis=axis, keepdims=keepdims)
 
 
+@_reduction
 def masked_sum(x, mask=None, axis=1, keepdims=False):
     """Sums the valid elements of each set along `axis`.
 
     An all-masked set sums to 0.
 
-    Args:
-        x: tensor of shape `[batch, set_size, ...]` (set axis `axis`).
-        mask: optional tensor of shape `x.shape[:axis + 1]`; nonzero entries
-            mark valid elements. `None` means all valid.
-        axis: integer, the set axis. Defaults to `1`.
-        keepdims: whether to keep the reduced axis with length 1.
+    {{reduction_args}}
 
     Returns:
         The sum over the valid elements, shaped like `x` without `axis`.
@@ -156,19 +163,15 @@ def masked_sum(x, mask=None, axis=1, keepdims=False):
     return _fill_and_reduce(ops.sum, x, mask, axis, keepdims, ops.zeros_like)
 
 
+@_reduction
 def masked_mean(x, mask=None, axis=1, keepdims=False):
     """Averages the valid elements of each set along `axis`.
 
     An all-masked set, or an empty set axis (`set_size` 0), gives 0 (the
     division by its zero count is guarded, so neither the value nor the
-    gradient is `NaN`).
+    gradient is `NaN`). Integer and boolean `x` are averaged in float32.
 
-    Args:
-        x: floating tensor of shape `[batch, set_size, ...]`.
-        mask: optional tensor of shape `x.shape[:axis + 1]`; nonzero entries
-            mark valid elements. `None` means all valid.
-        axis: integer, the set axis. Defaults to `1`.
-        keepdims: whether to keep the reduced axis with length 1.
+    {{reduction_args}}
 
     Returns:
         The mean over the valid elements, shaped like `x` without `axis`.
@@ -235,6 +238,7 @@ def _masked_extremum(x, mask, axis, keepdims, largest):
     return ops.where(any_valid, result, ops.zeros_like(result))
 
 
+@_reduction
 def masked_max(x, mask=None, axis=1, keepdims=False):
     """Takes the maximum over the valid elements of each set along `axis`.
 
@@ -243,12 +247,7 @@ def masked_max(x, mask=None, axis=1, keepdims=False):
     (split evenly between exact ties, as the backend's own `max` does);
     padded elements and all-masked sets get a zero gradient, never `NaN`.
 
-    Args:
-        x: tensor of shape `[batch, set_size, ...]`.
-        mask: optional tensor of shape `x.shape[:axis + 1]`; nonzero entries
-            mark valid elements. `None` means all valid.
-        axis: integer, the set axis. Defaults to `1`.
-        keepdims: whether to keep the reduced axis with length 1.
+    {{reduction_args}}
 
     Returns:
         The maximum over the valid elements, shaped like `x` without `axis`.
@@ -262,6 +261,7 @@ def masked_max(x, mask=None, axis=1, keepdims=False):
     return _masked_extremum(x, mask, axis, keepdims, largest=True)
 
 
+@_reduction
 def masked_min(x, mask=None, axis=1, keepdims=False):
     """Takes the minimum over the valid elements of each set along `axis`.
 
@@ -269,12 +269,7 @@ def masked_min(x, mask=None, axis=1, keepdims=False):
     gradient flows only to the valid element that attains the minimum;
     padded elements and all-masked sets get a zero gradient, never `NaN`.
 
-    Args:
-        x: tensor of shape `[batch, set_size, ...]`.
-        mask: optional tensor of shape `x.shape[:axis + 1]`; nonzero entries
-            mark valid elements. `None` means all valid.
-        axis: integer, the set axis. Defaults to `1`.
-        keepdims: whether to keep the reduced axis with length 1.
+    {{reduction_args}}
 
     Returns:
         The minimum over the valid elements, shaped like `x` without `axis`.
@@ -288,6 +283,7 @@ def masked_min(x, mask=None, axis=1, keepdims=False):
     return _masked_extremum(x, mask, axis, keepdims, largest=False)
 
 
+@_reduction
 def masked_product(x, mask=None, axis=1, keepdims=False):
     """Multiplies the valid elements of each set along `axis` (real values).
 
@@ -295,12 +291,7 @@ def masked_product(x, mask=None, axis=1, keepdims=False):
     prefer the log-polar products in `keras_msets.ops.log_polar`, which do not
     underflow or overflow.
 
-    Args:
-        x: tensor of shape `[batch, set_size, ...]`.
-        mask: optional tensor of shape `x.shape[:axis + 1]`; nonzero entries
-            mark valid elements. `None` means all valid.
-        axis: integer, the set axis. Defaults to `1`.
-        keepdims: whether to keep the reduced axis with length 1.
+    {{reduction_args}}
 
     Returns:
         The product over the valid elements, shaped like `x` without `axis`.
