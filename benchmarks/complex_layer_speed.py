@@ -1,7 +1,7 @@
 """Time per training step of each complex layer and its real counterpart.
 
 Wang et al. (ICLR 2020) say that complex-order embeddings come "at a
-negligible (or non-existent) cost in efficiency" (Sec. 4, Fig. 2: seconds
+negligible (or non-existent) cost in efficiency" (Sec. 3.1, Fig. 2: seconds
 per epoch of whole classifiers in TensorFlow on a TITAN X GPU). This
 script measures the cost layer by layer: for each complex layer of
 `keras_msets.layers` and the real-valued Keras layer of the same width it
