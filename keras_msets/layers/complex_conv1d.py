@@ -2,13 +2,9 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.layers._complex_weights import add_bias_and_activate
-from keras_msets.layers._complex_weights import add_complex_weights
-from keras_msets.layers._complex_weights import block_kernel
-from keras_msets.layers._complex_weights import complex_weights_config
+from keras_msets.layers._complex_weights import ComplexWeightsLayer
+from keras_msets.layers._complex_weights import complex_units
 from keras_msets.ops.checks import as_features
-from keras_msets.ops.checks import check_features_argument
-from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
@@ -28,7 +24,7 @@ def _single_int(name, value):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexConv1D(keras.layers.Layer):
+class ComplexConv1D(ComplexWeightsLayer):
     """1D convolution with a complex kernel, on complex sequences.
 
     The complex kernel `W = A + iB` and bias `b = c + id` are convolved with
@@ -117,58 +113,40 @@ class ComplexConv1D(keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(
+            activation=activation,
+            use_bias=use_bias,
+            shared_weights=shared_weights,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            **kwargs,
+        )
         self.filters = check_positive_int("filters", filters)
         self.kernel_size = _single_int("kernel_size", kernel_size)
         self.strides = _single_int("strides", strides)
         normalized = padding.lower() if isinstance(padding, str) else padding
         self.padding = check_choice("padding", normalized, PADDINGS)
-        self.activation = keras.activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.shared_weights = bool(shared_weights)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.supports_masking = True
-
-    def _input_channels(self, input_shape):
-        features = input_shape[-1] if len(input_shape) else None
-        if len(input_shape) != 3 or features is None or features % 2:
-            raise ValueError(
-                "`inputs` must be a complex sequence [batch, length, "
-                "2 * channels] with a known, even last axis. Received: "
-                f"inputs.shape={tuple(input_shape)}"
-            )
-        return features // 2
 
     def build(self, input_shape):
-        channels = self._input_channels(input_shape)
+        channels = complex_units(input_shape, rank=3)
         shape = (self.kernel_size, channels, self.filters)
-        add_complex_weights(self, shape, self.filters)
-
-    def __call__(self, inputs, *args, **kwargs):
-        # Before Keras converts the arguments to tensors: a string mask
-        # would otherwise fail there with a backend error.
-        check_features_argument("inputs", inputs)
-        check_mask_argument("mask", kwargs.get("mask"), inputs)
-        return super().__call__(inputs, *args, **kwargs)
+        self.add_complex_weights(shape, self.filters)
 
     def call(self, inputs, mask=None):
-        self._input_channels(inputs.shape)
+        complex_units(inputs.shape, rank=3)
         inputs = as_features(inputs, self.compute_dtype)
         if mask is not None:
             # Zeros, not garbage, reach the windows that overlap padding.
             valid = msets_ops.expand_mask(mask, inputs)
             inputs = ops.where(valid, inputs, ops.zeros_like(inputs))
-        kernel = block_kernel(self)
         outputs = ops.conv(
             inputs,
-            kernel,
+            self.block_kernel(),
             strides=self.strides,
             padding=self.padding,
             data_format="channels_last",
         )
-        outputs = add_bias_and_activate(self, outputs)
-        return outputs
+        return self.add_bias_and_activate(outputs)
 
     def compute_mask(self, inputs, mask=None):
         if mask is None:
@@ -191,7 +169,7 @@ class ComplexConv1D(keras.layers.Layer):
         return ops.equal(ops.squeeze(padded, -1), 0.0)
 
     def compute_output_shape(self, input_shape):
-        self._input_channels(input_shape)
+        complex_units(input_shape, rank=3)
         length = input_shape[1]
         if length is not None:
             if self.padding == "same":
@@ -214,7 +192,6 @@ class ComplexConv1D(keras.layers.Layer):
                 "kernel_size": self.kernel_size,
                 "strides": self.strides,
                 "padding": self.padding,
-                **complex_weights_config(self),
             }
         )
         return config

@@ -1,18 +1,14 @@
 import keras
 from keras import ops
 
-from keras_msets.layers._complex_weights import add_bias_and_activate
-from keras_msets.layers._complex_weights import add_complex_weights
-from keras_msets.layers._complex_weights import block_kernel
-from keras_msets.layers._complex_weights import complex_weights_config
+from keras_msets.layers._complex_weights import ComplexWeightsLayer
+from keras_msets.layers._complex_weights import complex_units
 from keras_msets.ops.checks import as_features
-from keras_msets.ops.checks import check_features_argument
-from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexDense(keras.layers.Layer):
+class ComplexDense(ComplexWeightsLayer):
     """Densely connected layer with complex weights, on complex activations.
 
     With complex weights `W = A + iB` and bias `b = c + id`, the input
@@ -72,56 +68,32 @@ class ComplexDense(keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(
+            activation=activation,
+            use_bias=use_bias,
+            shared_weights=shared_weights,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            **kwargs,
+        )
         self.units = check_positive_int("units", units)
-        self.activation = keras.activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.shared_weights = bool(shared_weights)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.supports_masking = True
-
-    def _input_units(self, input_shape):
-        features = input_shape[-1] if len(input_shape) else None
-        if len(input_shape) < 2 or features is None or features % 2:
-            raise ValueError(
-                "`inputs` must be a complex tensor [..., 2 * input_units] "
-                "with a known, even last axis. Received: inputs.shape="
-                f"{tuple(input_shape)}"
-            )
-        return features // 2
 
     def build(self, input_shape):
-        input_units = self._input_units(input_shape)
-        shape = (input_units, self.units)
-        add_complex_weights(self, shape, self.units)
-
-    def __call__(self, inputs, *args, **kwargs):
-        # Before Keras converts the arguments to tensors: a string mask
-        # would otherwise fail there with a backend error.
-        check_features_argument("inputs", inputs)
-        check_mask_argument("mask", kwargs.get("mask"), inputs)
-        return super().__call__(inputs, *args, **kwargs)
+        input_units = complex_units(input_shape, min_rank=2)
+        self.add_complex_weights((input_units, self.units), self.units)
 
     def call(self, inputs, mask=None):
         # The mask is not used here: Keras passes it on unchanged.
-        self._input_units(inputs.shape)
+        complex_units(inputs.shape, min_rank=2)
         inputs = as_features(inputs, self.compute_dtype)
-        kernel = block_kernel(self)
-        outputs = ops.matmul(inputs, kernel)
-        outputs = add_bias_and_activate(self, outputs)
-        return outputs
+        outputs = ops.matmul(inputs, self.block_kernel())
+        return self.add_bias_and_activate(outputs)
 
     def compute_output_shape(self, input_shape):
-        self._input_units(input_shape)
+        complex_units(input_shape, min_rank=2)
         return tuple(input_shape[:-1]) + (2 * self.units,)
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                **complex_weights_config(self),
-            }
-        )
+        config.update({"units": self.units})
         return config

@@ -2,8 +2,7 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.ops.checks import check_features_argument
-from keras_msets.ops.checks import check_mask_argument
+from keras_msets.layers._layer_base import ChecksInputs
 from keras_msets.utils.validation import check_choice
 
 INPUT_FORMATS = ("log_polar", "complex")
@@ -11,7 +10,7 @@ OUTPUT_FORMATS = ("log_polar", "complex")
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexMultiplicationPooling(keras.layers.Layer):
+class ComplexMultiplicationPooling(ChecksInputs, keras.layers.Layer):
     """Multiplies complex numbers over the set axis, in log-polar form.
 
     The forward weights of a diagonal complex multiset automaton are the
@@ -120,13 +119,6 @@ class ComplexMultiplicationPooling(keras.layers.Layer):
                 initializer="zeros",
                 autocast=False,
             )
-
-    def __call__(self, inputs, *args, **kwargs):
-        # Before Keras converts the arguments to tensors: a string mask
-        # would otherwise fail there with a backend error.
-        check_features_argument("inputs", inputs)
-        check_mask_argument("mask", kwargs.get("mask"), inputs)
-        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, mask=None):
         num_states = self._num_states(inputs.shape)

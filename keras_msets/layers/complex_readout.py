@@ -2,15 +2,15 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.ops.checks import check_features_argument
-from keras_msets.ops.checks import check_mask_argument
+from keras_msets.layers._complex_weights import complex_units
+from keras_msets.layers._layer_base import ChecksInputs
 from keras_msets.utils.validation import check_choice
 
 READOUT_MODES = ("modulus", "l2", "concat")
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexReadout(keras.layers.Layer):
+class ComplexReadout(ChecksInputs, keras.layers.Layer):
     """Maps complex activations to real features for a real-valued loss.
 
     Wang et al. (App. B) end their complex networks with a norm: the
@@ -70,25 +70,9 @@ class ComplexReadout(keras.layers.Layer):
         self.mode = mode
         self.supports_masking = True
 
-    def _units(self, input_shape):
-        input_shape = tuple(input_shape)
-        if not input_shape or input_shape[-1] is None or input_shape[-1] % 2:
-            raise ValueError(
-                "`inputs` must be a complex tensor [..., 2 * d] with a known, "
-                f"even last axis. Received: inputs.shape={input_shape}"
-            )
-        return input_shape[-1] // 2
-
-    def __call__(self, inputs, *args, **kwargs):
-        # Before Keras converts the arguments to tensors: a string mask
-        # would otherwise fail there with a backend error.
-        check_features_argument("inputs", inputs)
-        check_mask_argument("mask", kwargs.get("mask"), inputs)
-        return super().__call__(inputs, *args, **kwargs)
-
     def call(self, inputs, mask=None):
         # The mask is not used here: Keras passes it on unchanged.
-        self._units(inputs.shape)
+        complex_units(inputs.shape)
         if self.mode == "concat":
             return inputs
         if self.mode == "modulus":
@@ -102,7 +86,7 @@ class ComplexReadout(keras.layers.Layer):
         return ops.where(nonzero, ops.sqrt(safe), ops.zeros_like(squared))
 
     def compute_output_shape(self, input_shape):
-        units = self._units(input_shape)
+        units = complex_units(input_shape)
         sizes = {"modulus": units, "l2": 1, "concat": 2 * units}
         return tuple(input_shape)[:-1] + (sizes[self.mode],)
 

@@ -1,8 +1,7 @@
 import keras
 
 from keras_msets import ops as msets_ops
-from keras_msets.ops.checks import check_features_argument
-from keras_msets.ops.checks import check_mask_argument
+from keras_msets.layers._layer_base import ChecksInputs
 from keras_msets.utils.validation import check_choice
 
 _REDUCTIONS = {
@@ -14,7 +13,7 @@ _REDUCTIONS = {
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class MaskedSetPooling(keras.layers.Layer):
+class MaskedSetPooling(ChecksInputs, keras.layers.Layer):
     """Pools a padded set over its set axis, honouring the mask.
 
     The permutation-invariant pooling of DeepSets (Zaheer et al., 2017): a
@@ -54,13 +53,6 @@ class MaskedSetPooling(keras.layers.Layer):
         check_choice("reduction", reduction, _REDUCTIONS)
         self.reduction = reduction
         self.supports_masking = True
-
-    def __call__(self, inputs, *args, **kwargs):
-        # Before Keras converts the arguments to tensors: a string mask
-        # would otherwise fail there with a backend error.
-        check_features_argument("inputs", inputs)
-        check_mask_argument("mask", kwargs.get("mask"), inputs)
-        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, mask=None):
         if len(inputs.shape) < 2:
