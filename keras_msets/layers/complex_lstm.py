@@ -2,10 +2,26 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.layers._complex_weights import complex_units
+from keras_msets.layers._layer_base import arguments_config
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
 
 GATE_PRODUCTS = ("complex", "split")
+
+# The arguments of `ComplexLSTMCell`, which `ComplexLSTM` passes on.
+_CELL_ARGS = (
+    "units",
+    "activation",
+    "recurrent_activation",
+    "use_bias",
+    "shared_weights",
+    "gate_product",
+    "kernel_initializer",
+    "recurrent_initializer",
+    "bias_initializer",
+    "unit_forget_bias",
+)
 
 
 def _complex_matmul(x_re, x_im, a, b, shared):
@@ -98,16 +114,6 @@ class ComplexLSTMCell(keras.layers.Layer):
         self.state_size = [2 * self.units, 2 * self.units]
         self.output_size = 2 * self.units
 
-    def _input_units(self, input_shape):
-        features = input_shape[-1] if len(input_shape) else None
-        if features is None or features % 2:
-            raise ValueError(
-                "`inputs` must be complex [..., 2 * input_units] with a "
-                "known, even last axis. Received: inputs.shape="
-                f"{tuple(input_shape)}"
-            )
-        return features // 2
-
     def _bias_initializer(self):
         if not self.unit_forget_bias:
             return self.bias_initializer
@@ -126,40 +132,23 @@ class ComplexLSTMCell(keras.layers.Layer):
         return initializer
 
     def build(self, input_shape):
-        input_units = self._input_units(input_shape)
-        parts = ("real",) if self.shared_weights else ("real", "imag")
+        input_units = complex_units(input_shape)
         gates = 4 * self.units
-        for part in parts:
-            setattr(
-                self,
-                f"{part}_kernel",
-                self.add_weight(
-                    name=f"{part}_kernel",
-                    shape=(input_units, gates),
-                    initializer=self.kernel_initializer,
-                ),
-            )
-        for part in parts:
-            setattr(
-                self,
-                f"{part}_recurrent_kernel",
-                self.add_weight(
-                    name=f"{part}_recurrent_kernel",
-                    shape=(self.units, gates),
-                    initializer=self.recurrent_initializer,
-                ),
-            )
+        self._add_parts("kernel", (input_units, gates), self.kernel_initializer)
+        self._add_parts(
+            "recurrent_kernel", (self.units, gates), self.recurrent_initializer
+        )
         if self.use_bias:
-            for part in parts:
-                setattr(
-                    self,
-                    f"{part}_bias",
-                    self.add_weight(
-                        name=f"{part}_bias",
-                        shape=(gates,),
-                        initializer=self._bias_initializer(),
-                    ),
-                )
+            self._add_parts("bias", (gates,), self._bias_initializer())
+
+    def _add_parts(self, name, shape, initializer):
+        """`real_<name>` and, unless shared, `imag_<name>` (names frozen)."""
+        parts = ("real",) if self.shared_weights else ("real", "imag")
+        for part in parts:
+            weight = self.add_weight(
+                name=f"{part}_{name}", shape=shape, initializer=initializer
+            )
+            setattr(self, f"{part}_{name}", weight)
 
     def _weights_of(self, name):
         real = getattr(self, f"real_{name}")
@@ -206,47 +195,12 @@ class ComplexLSTMCell(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "activation": keras.activations.serialize(self.activation),
-                "recurrent_activation": keras.activations.serialize(
-                    self.recurrent_activation
-                ),
-                "use_bias": self.use_bias,
-                "shared_weights": self.shared_weights,
-                "gate_product": self.gate_product,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "recurrent_initializer": keras.initializers.serialize(
-                    self.recurrent_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "unit_forget_bias": self.unit_forget_bias,
-            }
-        )
+        config.update(arguments_config(self, _CELL_ARGS))
         return config
 
 
 def _cell_property(name):
     return property(lambda self: getattr(self.cell, name))
-
-
-_CELL_ARGS = (
-    "units",
-    "activation",
-    "recurrent_activation",
-    "use_bias",
-    "shared_weights",
-    "gate_product",
-    "kernel_initializer",
-    "recurrent_initializer",
-    "bias_initializer",
-    "unit_forget_bias",
-)
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")

@@ -4,6 +4,8 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.layers._complex_weights import complex_units
+from keras_msets.layers._layer_base import arguments_config
 from keras_msets.layers.complex_dense import ComplexDense
 from keras_msets.ops.checks import as_features
 from keras_msets.ops.checks import check_features_argument
@@ -11,17 +13,6 @@ from keras_msets.ops.checks import check_mask_argument
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_positive_int
 from keras_msets.utils.validation import check_rate
-
-
-def complex_units(shape, name):
-    """Number of complex units `d` of a `[batch, length, 2 * d]` shape."""
-    shape = tuple(shape)
-    if len(shape) != 3 or shape[-1] is None or shape[-1] % 2:
-        raise ValueError(
-            f"`{name}` must be a complex tensor [batch, length, 2 * d] with "
-            f"a known, even last axis. Received: {name}.shape={shape}"
-        )
-    return shape[-1] // 2
 
 
 def _zero_padding(x, mask):
@@ -193,11 +184,11 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
         )
 
     def build(self, query_shape, value_shape, key_shape=None):
-        query_units = complex_units(query_shape, "query")
-        complex_units(value_shape, "value")
+        query_units = complex_units(query_shape, "query", rank=3)
+        complex_units(value_shape, "value", rank=3)
         if key_shape is None:
             key_shape = value_shape
-        complex_units(key_shape, "key")
+        complex_units(key_shape, "key", rank=3)
         value_dim = self.value_dim or self.key_dim
         output_dim = self.output_dim or query_units
         heads = self.num_heads
@@ -264,9 +255,9 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
         query = as_features(query, self.compute_dtype, "query")
         value = as_features(value, self.compute_dtype, "value")
         key = as_features(key, self.compute_dtype, "key")
-        complex_units(query.shape, "query")
-        complex_units(value.shape, "value")
-        complex_units(key.shape, "key")
+        complex_units(query.shape, "query", rank=3)
+        complex_units(value.shape, "value", rank=3)
+        complex_units(key.shape, "key", rank=3)
         query_mask = (
             None if query_mask is None else ops.cast(query_mask, "bool")
         )
@@ -337,20 +328,19 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "num_heads": self.num_heads,
-                "key_dim": self.key_dim,
-                "value_dim": self.value_dim,
-                "output_dim": self.output_dim,
-                "dropout": self.dropout,
-                "use_bias": self.use_bias,
-                "shared_weights": self.shared_weights,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
+            arguments_config(
+                self,
+                (
+                    "num_heads",
+                    "key_dim",
+                    "value_dim",
+                    "output_dim",
+                    "dropout",
+                    "use_bias",
+                    "shared_weights",
+                    "kernel_initializer",
+                    "bias_initializer",
                 ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-            }
+            )
         )
         return config

@@ -2,11 +2,12 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.layers._complex_weights import complex_units
+from keras_msets.layers._layer_base import arguments_config
 from keras_msets.layers.complex_dense import ComplexDense
 from keras_msets.layers.complex_multi_head_attention import (
     ComplexMultiHeadAttention,
 )
-from keras_msets.layers.complex_multi_head_attention import complex_units
 from keras_msets.ops.checks import as_features
 from keras_msets.ops.checks import check_features_argument
 from keras_msets.ops.checks import check_mask_argument
@@ -145,13 +146,6 @@ class ComplexTransformerEncoder(keras.layers.Layer):
             )
         return units // self.num_heads
 
-    def _norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name=name,
-        )
-
     def _dense(self, units, name, activation=None):
         return ComplexDense(
             units,
@@ -162,9 +156,24 @@ class ComplexTransformerEncoder(keras.layers.Layer):
             name=name,
         )
 
+    def _add_norms_and_dropout(self, block):
+        """`<block>_layer_norm_real`, `..._imag` and `<block>_dropout`."""
+        for part in ("real", "imag"):
+            name = f"{block}_layer_norm_{part}"
+            norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon,
+                dtype=self.dtype_policy,
+                name=name,
+            )
+            setattr(self, name, norm)
+        dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name=f"{block}_dropout"
+        )
+        setattr(self, f"{block}_dropout", dropout)
+
     def build(self, inputs_shape):
         inputs_shape = tuple(inputs_shape)
-        units = complex_units(inputs_shape, "inputs")
+        units = complex_units(inputs_shape, rank=3)
         key_dim = self._key_dim(units)
         self.self_attention_layer = ComplexMultiHeadAttention(
             num_heads=self.num_heads,
@@ -178,17 +187,7 @@ class ComplexTransformerEncoder(keras.layers.Layer):
             name="self_attention_layer",
         )
         self.self_attention_layer.build(inputs_shape, inputs_shape)
-        self.self_attention_layer_norm_real = self._norm(
-            "self_attention_layer_norm_real"
-        )
-        self.self_attention_layer_norm_imag = self._norm(
-            "self_attention_layer_norm_imag"
-        )
-        self.self_attention_dropout = keras.layers.Dropout(
-            self.dropout,
-            dtype=self.dtype_policy,
-            name="self_attention_dropout",
-        )
+        self._add_norms_and_dropout("self_attention")
         self.feedforward_intermediate_dense = self._dense(
             self.intermediate_dim,
             "feedforward_intermediate_dense",
@@ -197,34 +196,35 @@ class ComplexTransformerEncoder(keras.layers.Layer):
         self.feedforward_output_dense = self._dense(
             units, "feedforward_output_dense"
         )
-        self.feedforward_layer_norm_real = self._norm(
-            "feedforward_layer_norm_real"
-        )
-        self.feedforward_layer_norm_imag = self._norm(
-            "feedforward_layer_norm_imag"
-        )
-        self.feedforward_dropout = keras.layers.Dropout(
-            self.dropout,
-            dtype=self.dtype_policy,
-            name="feedforward_dropout",
-        )
+        self._add_norms_and_dropout("feedforward")
         part_shape = inputs_shape[:-1] + (units,)
-        for norm in (
-            self.self_attention_layer_norm_real,
-            self.self_attention_layer_norm_imag,
-            self.feedforward_layer_norm_real,
-            self.feedforward_layer_norm_imag,
-        ):
-            norm.build(part_shape)
+        for block in ("self_attention", "feedforward"):
+            for part in ("real", "imag"):
+                getattr(self, f"{block}_layer_norm_{part}").build(part_shape)
         self.feedforward_intermediate_dense.build(inputs_shape)
         self.feedforward_output_dense.build(
             inputs_shape[:-1] + (2 * self.intermediate_dim,)
         )
 
-    def _normalize(self, x, norm_real, norm_imag):
+    def _normalize(self, x, block):
         """Layer-normalises the real parts and the imaginary parts apart."""
         real, imag = msets_ops.complex_split(x)
-        return msets_ops.complex_merge(norm_real(real), norm_imag(imag))
+        return msets_ops.complex_merge(
+            getattr(self, f"{block}_layer_norm_real")(real),
+            getattr(self, f"{block}_layer_norm_imag")(imag),
+        )
+
+    def _residual(self, x, block, sublayer, training):
+        """`x + dropout(sublayer(x))`, normalised first or last."""
+        residual = x
+        if self.normalize_first:
+            x = self._normalize(x, block)
+        x = sublayer(x)
+        dropout = getattr(self, f"{block}_dropout")
+        x = residual + dropout(x, training=training)
+        if not self.normalize_first:
+            x = self._normalize(x, block)
+        return x
 
     def __call__(self, inputs, *args, **kwargs):
         # Before Keras converts the arguments to tensors: a string mask
@@ -244,7 +244,7 @@ class ComplexTransformerEncoder(keras.layers.Layer):
         training=None,
         return_attention_scores=False,
     ):
-        complex_units(inputs.shape, "inputs")
+        complex_units(inputs.shape, rank=3)
         inputs = as_features(inputs, self.compute_dtype)
         valid = padding_mask if padding_mask is not None else mask
         x = inputs
@@ -254,51 +254,29 @@ class ComplexTransformerEncoder(keras.layers.Layer):
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
 
-        # Self-attention block.
-        residual = x
-        if self.normalize_first:
-            x = self._normalize(
-                x,
-                self.self_attention_layer_norm_real,
-                self.self_attention_layer_norm_imag,
-            )
-        attended = self.self_attention_layer(
-            x,
-            x,
-            query_mask=None,
-            value_mask=valid,
-            attention_mask=attention_mask,
-            return_attention_scores=return_attention_scores,
-            training=training,
-        )
-        if return_attention_scores:
-            attended, scores = attended
-        x = residual + self.self_attention_dropout(attended, training=training)
-        if not self.normalize_first:
-            x = self._normalize(
-                x,
-                self.self_attention_layer_norm_real,
-                self.self_attention_layer_norm_imag,
-            )
+        scores = None
 
-        # Feed-forward block.
-        residual = x
-        if self.normalize_first:
-            x = self._normalize(
+        def attend(x):
+            nonlocal scores
+            attended = self.self_attention_layer(
                 x,
-                self.feedforward_layer_norm_real,
-                self.feedforward_layer_norm_imag,
-            )
-        x = self.feedforward_output_dense(
-            self.feedforward_intermediate_dense(x)
-        )
-        x = residual + self.feedforward_dropout(x, training=training)
-        if not self.normalize_first:
-            x = self._normalize(
                 x,
-                self.feedforward_layer_norm_real,
-                self.feedforward_layer_norm_imag,
+                query_mask=None,
+                value_mask=valid,
+                attention_mask=attention_mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
             )
+            if return_attention_scores:
+                attended, scores = attended
+            return attended
+
+        def feedforward(x):
+            x = self.feedforward_intermediate_dense(x)
+            return self.feedforward_output_dense(x)
+
+        x = self._residual(x, "self_attention", attend, training)
+        x = self._residual(x, "feedforward", feedforward, training)
         if return_attention_scores:
             return x, scores
         return x
@@ -309,21 +287,20 @@ class ComplexTransformerEncoder(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "intermediate_dim": self.intermediate_dim,
-                "num_heads": self.num_heads,
-                "dropout": self.dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
+            arguments_config(
+                self,
+                (
+                    "intermediate_dim",
+                    "num_heads",
+                    "dropout",
+                    "activation",
+                    "layer_norm_epsilon",
+                    "kernel_initializer",
+                    "bias_initializer",
+                    "normalize_first",
+                    "key_dim",
+                    "shared_weights",
                 ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "normalize_first": self.normalize_first,
-                "key_dim": self.key_dim,
-                "shared_weights": self.shared_weights,
-            }
+            )
         )
         return config
