@@ -1,8 +1,9 @@
-"""Helpers shared by the word-embedding layers of Table 2 (Wang et al.).
+"""What the word-embedding layers of Table 2 (Wang et al.) share.
 
-Private: `WordPositionEmbedding` and `ComplexVanillaEmbedding` take an
-initializer or an array for their word vectors; these helpers tell the two
-apart and check token ids.
+Private. `TokenEmbeddingLayer` is the base of `WordPositionEmbedding`,
+`ComplexVanillaEmbedding` and `ComplexOrderEmbedding`: vocabulary size,
+width and the `mask_zero` mask. The layers take an initializer or an
+array for their word vectors; `matrix_or_initializer` tells the two apart.
 """
 
 import keras
@@ -10,22 +11,24 @@ import numpy as np
 from keras import ops
 
 from keras_msets.ops.checks import check_token_ids
+from keras_msets.utils.validation import check_positive_int
 
 
-def matrix_or_initializer(value, shape, name):
+def matrix_or_initializer(
+    value, shape, name, meaning="(input_dim, output_dim)"
+):
     """`(initializer, array or None)` for an initializer-or-array argument.
 
-    An array is checked against `shape` and kept aside: it only builds the
-    weight (then travels with the saved weights); the config records
-    `"uniform"` in its place, as `ComplexOrderEmbedding` does.
+    An array is checked against `shape` (the error says what the shape is,
+    `meaning`) and kept aside: it only builds the weight (then travels
+    with the saved weights); the config records `"uniform"` in its place.
     """
     if isinstance(value, (np.ndarray, list, tuple)):
         values = np.asarray(value)
         if values.shape != tuple(shape):
             raise ValueError(
                 f"An array `{name}` must have shape {tuple(shape)} "
-                f"(input_dim, output_dim). Received: {name}.shape="
-                f"{values.shape}"
+                f"{meaning}. Received: {name}.shape={values.shape}"
             )
         return keras.initializers.get("uniform"), values
     return keras.initializers.get(value), None
@@ -45,3 +48,38 @@ def as_ids(inputs, input_dim):
     out of range a `ValueError` wherever the values are known.
     """
     return check_token_ids("inputs", inputs, input_dim, size_name="input_dim")
+
+
+class TokenEmbeddingLayer(keras.layers.Layer):
+    """Base of the word-embedding layers (private).
+
+    Args:
+        input_dim: positive integer, size of the vocabulary.
+        output_dim: positive integer, width of the embedding.
+        mask_zero: if True, id 0 is padding and a mask `ids != 0` is
+            returned.
+        **kwargs: base layer keyword arguments.
+    """
+
+    def __init__(self, input_dim, output_dim, mask_zero=False, **kwargs):
+        super().__init__(**kwargs)
+        self.input_dim = check_positive_int("input_dim", input_dim)
+        self.output_dim = check_positive_int("output_dim", output_dim)
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero:
+            return None
+        return ops.not_equal(inputs, 0)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "input_dim": self.input_dim,
+                "output_dim": self.output_dim,
+                "mask_zero": self.mask_zero,
+            }
+        )
+        return config

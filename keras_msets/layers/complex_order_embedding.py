@@ -1,25 +1,18 @@
 import keras
-import numpy as np
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.ops.checks import check_token_ids
+from keras_msets.layers._layer_base import arguments_config
+from keras_msets.layers._word_embedding_utils import TokenEmbeddingLayer
+from keras_msets.layers._word_embedding_utils import array_initializer
+from keras_msets.layers._word_embedding_utils import as_ids
+from keras_msets.layers._word_embedding_utils import matrix_or_initializer
 from keras_msets.utils.validation import check_choice
-from keras_msets.utils.validation import check_positive_int
 
 SHARING_SCHEMES = ("none", "word", "dimension")
 # Sinusoidal frequencies `max_wavelength ** (-2 k / d_model)`, as in
 # Vaswani et al. and KerasHub's `SinePositionEncoding`.
 _MAX_WAVELENGTH = 10000.0
-
-
-def _parameter_shape(sharing, input_dim, output_dim):
-    """Shape of a parameter under a Table 4 sharing scheme."""
-    if sharing == "none":
-        return (input_dim, output_dim)
-    if sharing == "word":
-        return (output_dim,)
-    return (input_dim,)
 
 
 def sinusoidal_frequencies(output_dim, dtype=None):
@@ -52,7 +45,7 @@ def _sinusoidal_initializer(sharing, output_dim):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexOrderEmbedding(keras.layers.Layer):
+class ComplexOrderEmbedding(TokenEmbeddingLayer):
     """Complex word embedding whose phase rotates with the word's position.
 
     Word `j` at position `pos` is embedded as the complex vector
@@ -63,8 +56,12 @@ class ComplexOrderEmbedding(keras.layers.Layer):
     it. Moving a word by `n` positions multiplies its embedding by
     `exp(i omega n)`, whatever `pos`, so relative order is linear in the
     embedding. With word-shared sinusoidal frequencies, unit amplitudes and
-    no initial phase, the real and imaginary parts are exactly the
-    Transformer's sinusoidal position encodings (App. A, Eq. 8-9).
+    no initial phase, the embedding is equivalent to the Transformer's
+    sinusoidal position encoding but not identical to it (App. A,
+    Eq. 8-9: "equivalent, albeit not identical"): the token at index `t`
+    gets the encoding of position `t + 1`, and complex dimension `k`
+    holds its components `2k + 1` (the cosine, as the real part) and `2k`
+    (the sine, as the imaginary part), a reordering of the dimensions.
 
     Positions: the token at index `k` of a row (`k = 0, 1, ...`) has
     position `pos = k + 1`, as in the paper's code; position 0 is never
@@ -98,10 +95,10 @@ class ComplexOrderEmbedding(keras.layers.Layer):
             as in the paper's experiments.
         frequency_initializer: `"sinusoidal"` (default) or any Keras
             initializer. `"sinusoidal"` gives dimension `k` the frequency
-            `10000 ** (-2 k / (2 D))` (so every word starts as the
-            Transformer sinusoids of `d_model = 2 D`); with
-            `frequency_sharing="dimension"` word `j` gets the value of
-            dimension `j mod D`.
+            `10000 ** (-2 k / (2 D))` (so every word starts with the
+            frequencies of the Transformer sinusoids of `d_model = 2 D`);
+            with `frequency_sharing="dimension"` word `j` gets the value
+            of dimension `j mod D`.
         amplitude_initializer: a Keras initializer (default `"uniform"`, as
             `keras.layers.Embedding`), or an array holding the initial
             amplitudes (e.g. GloVe vectors) with the shape of the amplitude
@@ -160,9 +157,7 @@ class ComplexOrderEmbedding(keras.layers.Layer):
         mask_zero=False,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.input_dim = check_positive_int("input_dim", input_dim)
-        self.output_dim = check_positive_int("output_dim", output_dim)
+        super().__init__(input_dim, output_dim, mask_zero=mask_zero, **kwargs)
         self.frequency_sharing = check_choice(
             "frequency_sharing", frequency_sharing, SHARING_SCHEMES
         )
@@ -176,28 +171,26 @@ class ComplexOrderEmbedding(keras.layers.Layer):
             self.frequency_initializer = keras.initializers.get(
                 frequency_initializer
             )
-        self._amplitude_values = None
-        if isinstance(amplitude_initializer, (np.ndarray, list, tuple)):
-            values = np.asarray(amplitude_initializer)
-            expected = _parameter_shape(
-                self.amplitude_sharing, self.input_dim, self.output_dim
-            )
-            if values.shape != expected:
-                raise ValueError(
-                    "An array `amplitude_initializer` must have the shape of "
-                    f"the amplitudes, {expected} for input_dim="
+        self.amplitude_initializer, self._amplitude_values = (
+            matrix_or_initializer(
+                amplitude_initializer,
+                self._shape(self.amplitude_sharing),
+                "amplitude_initializer",
+                meaning=(
+                    f"(the shape of the amplitudes for input_dim="
                     f"{self.input_dim}, output_dim={self.output_dim}, "
-                    f"amplitude_sharing={self.amplitude_sharing!r}. "
-                    f"Received: amplitude_initializer.shape={values.shape}"
-                )
-            self._amplitude_values = values
-            self.amplitude_initializer = keras.initializers.get("uniform")
-        else:
-            self.amplitude_initializer = keras.initializers.get(
-                amplitude_initializer
+                    f"amplitude_sharing={self.amplitude_sharing!r})"
+                ),
             )
-        self.mask_zero = bool(mask_zero)
-        self.supports_masking = self.mask_zero
+        )
+
+    def _shape(self, sharing):
+        """Shape of a parameter under a Table 4 sharing scheme."""
+        if sharing == "none":
+            return (self.input_dim, self.output_dim)
+        if sharing == "word":
+            return (self.output_dim,)
+        return (self.input_dim,)
 
     def build(self, input_shape=None):
         if self.frequency_initializer == "sinusoidal":
@@ -210,24 +203,16 @@ class ComplexOrderEmbedding(keras.layers.Layer):
         # precision (`autocast=False`): `call` computes in float32.
         self.frequency = self.add_weight(
             name="frequency",
-            shape=_parameter_shape(
-                self.frequency_sharing, self.input_dim, self.output_dim
-            ),
+            shape=self._shape(self.frequency_sharing),
             initializer=frequency_initializer,
             autocast=False,
         )
         amplitude_initializer = self.amplitude_initializer
         if self._amplitude_values is not None:
-            values = self._amplitude_values
-
-            def amplitude_initializer(shape, dtype=None):
-                return ops.cast(values, dtype)
-
+            amplitude_initializer = array_initializer(self._amplitude_values)
         self.amplitude = self.add_weight(
             name="amplitude",
-            shape=_parameter_shape(
-                self.amplitude_sharing, self.input_dim, self.output_dim
-            ),
+            shape=self._shape(self.amplitude_sharing),
             initializer=amplitude_initializer,
             autocast=False,
         )
@@ -257,7 +242,7 @@ class ComplexOrderEmbedding(keras.layers.Layer):
 
     def call(self, inputs):
         self._check_rank(inputs.shape)
-        ids = check_token_ids("inputs", inputs, self.input_dim, "input_dim")
+        ids = as_ids(inputs, self.input_dim)
         # float32 (float64 for float64 weights) whatever the policy: float16
         # cannot count positions past 2048 and bfloat16 past 256.
         dtype = keras.backend.result_type(self.variable_dtype, "float32")
@@ -280,35 +265,22 @@ class ComplexOrderEmbedding(keras.layers.Layer):
         )
         return ops.cast(outputs, self.compute_dtype)
 
-    def compute_mask(self, inputs, mask=None):
-        if not self.mask_zero:
-            return None
-        return ops.not_equal(inputs, 0)
-
     def compute_output_shape(self, input_shape):
         self._check_rank(input_shape)
         return tuple(input_shape) + (2 * self.output_dim,)
 
     def get_config(self):
         config = super().get_config()
-        if self.frequency_initializer == "sinusoidal":
-            frequency_initializer = "sinusoidal"
-        else:
-            frequency_initializer = keras.initializers.serialize(
-                self.frequency_initializer
-            )
         config.update(
-            {
-                "input_dim": self.input_dim,
-                "output_dim": self.output_dim,
-                "frequency_sharing": self.frequency_sharing,
-                "amplitude_sharing": self.amplitude_sharing,
-                "use_initial_phase": self.use_initial_phase,
-                "frequency_initializer": frequency_initializer,
-                "amplitude_initializer": keras.initializers.serialize(
-                    self.amplitude_initializer
+            arguments_config(
+                self,
+                (
+                    "frequency_sharing",
+                    "amplitude_sharing",
+                    "use_initial_phase",
+                    "frequency_initializer",
+                    "amplitude_initializer",
                 ),
-                "mask_zero": self.mask_zero,
-            }
+            )
         )
         return config

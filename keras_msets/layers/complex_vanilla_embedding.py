@@ -4,15 +4,16 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
+from keras_msets.layers._layer_base import arguments_config
+from keras_msets.layers._word_embedding_utils import TokenEmbeddingLayer
 from keras_msets.layers._word_embedding_utils import array_initializer
 from keras_msets.layers._word_embedding_utils import as_ids
 from keras_msets.layers._word_embedding_utils import matrix_or_initializer
 from keras_msets.utils.validation import check_bool
-from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexVanillaEmbedding(keras.layers.Layer):
+class ComplexVanillaEmbedding(TokenEmbeddingLayer):
     """Complex word embedding with a random phase and no position.
 
     The "Complex-vanilla" baseline of Wang et al. (Sec. 3.1, Table 2;
@@ -88,9 +89,7 @@ class ComplexVanillaEmbedding(keras.layers.Layer):
         mask_zero=False,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.input_dim = check_positive_int("input_dim", input_dim)
-        self.output_dim = check_positive_int("output_dim", output_dim)
+        super().__init__(input_dim, output_dim, mask_zero=mask_zero, **kwargs)
         self.amplitude_initializer, self._amplitude_values = (
             matrix_or_initializer(
                 amplitude_initializer,
@@ -104,8 +103,6 @@ class ComplexVanillaEmbedding(keras.layers.Layer):
             )
         self.phase_initializer = keras.initializers.get(phase_initializer)
         self.trainable_phase = check_bool("trainable_phase", trainable_phase)
-        self.mask_zero = bool(mask_zero)
-        self.supports_masking = self.mask_zero
 
     def build(self, input_shape=None):
         shape = (self.input_dim, self.output_dim)
@@ -130,28 +127,19 @@ class ComplexVanillaEmbedding(keras.layers.Layer):
             amplitude * ops.cos(phase), amplitude * ops.sin(phase)
         )
 
-    def compute_mask(self, inputs, mask=None):
-        if not self.mask_zero:
-            return None
-        return ops.not_equal(inputs, 0)
-
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (2 * self.output_dim,)
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "input_dim": self.input_dim,
-                "output_dim": self.output_dim,
-                "amplitude_initializer": keras.initializers.serialize(
-                    self.amplitude_initializer
+            arguments_config(
+                self,
+                (
+                    "amplitude_initializer",
+                    "phase_initializer",
+                    "trainable_phase",
                 ),
-                "phase_initializer": keras.initializers.serialize(
-                    self.phase_initializer
-                ),
-                "trainable_phase": self.trainable_phase,
-                "mask_zero": self.mask_zero,
-            }
+            )
         )
         return config

@@ -1,6 +1,7 @@
 import keras
-from keras import ops
 
+from keras_msets.layers._layer_base import arguments_config
+from keras_msets.layers._word_embedding_utils import TokenEmbeddingLayer
 from keras_msets.layers._word_embedding_utils import array_initializer
 from keras_msets.layers._word_embedding_utils import as_ids
 from keras_msets.layers._word_embedding_utils import matrix_or_initializer
@@ -24,7 +25,7 @@ def _keras_hub():
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class WordPositionEmbedding(keras.layers.Layer):
+class WordPositionEmbedding(TokenEmbeddingLayer):
     """Word embedding plus a position embedding ("PE" and "TPE" of Table 2).
 
     The position-enriched baselines of Wang et al. (Sec. 3.1): a word
@@ -103,9 +104,7 @@ class WordPositionEmbedding(keras.layers.Layer):
         mask_zero=False,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.input_dim = check_positive_int("input_dim", input_dim)
-        self.output_dim = check_positive_int("output_dim", output_dim)
+        super().__init__(input_dim, output_dim, mask_zero=mask_zero, **kwargs)
         self.position = check_choice("position", position, POSITIONS)
         self.sequence_length = check_positive_int(
             "sequence_length",
@@ -121,9 +120,6 @@ class WordPositionEmbedding(keras.layers.Layer):
         self.max_wavelength = check_positive_float(
             "max_wavelength", max_wavelength
         )
-        self.mask_zero = bool(mask_zero)
-        self.supports_masking = self.mask_zero
-
         self.token_embedding = keras.layers.Embedding(
             self.input_dim,
             self.output_dim,
@@ -173,11 +169,6 @@ class WordPositionEmbedding(keras.layers.Layer):
         words = self.token_embedding(as_ids(inputs, self.input_dim))
         return words + self.position_embedding(words)
 
-    def compute_mask(self, inputs, mask=None):
-        if not self.mask_zero:
-            return None
-        return ops.not_equal(inputs, 0)
-
     def compute_output_shape(self, input_shape):
         self._check_length(tuple(input_shape))
         return tuple(input_shape) + (self.output_dim,)
@@ -185,19 +176,15 @@ class WordPositionEmbedding(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "input_dim": self.input_dim,
-                "output_dim": self.output_dim,
-                "position": self.position,
-                "sequence_length": self.sequence_length,
-                "embeddings_initializer": keras.initializers.serialize(
-                    self.embeddings_initializer
+            arguments_config(
+                self,
+                (
+                    "position",
+                    "sequence_length",
+                    "embeddings_initializer",
+                    "position_initializer",
+                    "max_wavelength",
                 ),
-                "position_initializer": keras.initializers.serialize(
-                    self.position_initializer
-                ),
-                "max_wavelength": self.max_wavelength,
-                "mask_zero": self.mask_zero,
-            }
+            )
         )
         return config
