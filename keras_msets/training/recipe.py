@@ -262,11 +262,7 @@ class Recipe:
         budget = self.full_budget(
             **{k: v for k, v in options.items() if k not in names}
         )
-        path = check_output_dir(
-            output_dir or default_output_dir(self.name), overwrite
-        )
-        if budget.get("checkpoint_dir") is not None:
-            check_checkpoint_dir(budget["checkpoint_dir"])
+        path = self.output_folder(output_dir, overwrite, budget)
         start = None
         if self.start_from is not None:
             start = preset_folder(self.start_from)
@@ -290,6 +286,25 @@ class Recipe:
             fit["start_from"] = str(self.start_from)
         metrics = self.task.evaluate(model, verbose=verbose)
         metrics["fit"] = fit
+        self.write_preset(model, path, budget, metrics)
+        return path
+
+    def output_folder(self, output_dir, overwrite, budget):
+        """The checked output folder of a run (`check_output_dir`; the
+        budget's `checkpoint_dir` by `check_checkpoint_dir`)."""
+        path = check_output_dir(
+            output_dir or default_output_dir(self.name), overwrite
+        )
+        if budget.get("checkpoint_dir") is not None:
+            check_checkpoint_dir(budget["checkpoint_dir"])
+        return path
+
+    def write_preset(self, model, path, budget, metrics, **extra):
+        """Writes the trained `model` as a preset into `path`.
+
+        Config, weights, metadata (with `extra` and the run's seed), the
+        card rendered from `metrics`, and a copy of the recipe file.
+        """
         preset_io.save_preset(
             model,
             path,
@@ -297,17 +312,16 @@ class Recipe:
             metrics=metrics,
             card=self.model_card(model, metrics),
             example_input=self.task.example_input(),
-            extra={"recipe_seed": budget["seed"]},
+            extra={**extra, "recipe_seed": budget["seed"]},
             serves=self.task.serves(),
             task=self.task.name,
-            overwrite=True,  # `check_output_dir` decided above
+            overwrite=True,  # `check_output_dir` decided before training
         )
         recipe_file = path / preset_io.RECIPE_FILE
         if self.source is not None and not (
             recipe_file.exists() and recipe_file.samefile(self.source)
         ):
             shutil.copyfile(self.source, recipe_file)
-        return path
 
     def argument_parser(self):
         """The command line of `main`."""

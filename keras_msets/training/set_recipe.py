@@ -17,15 +17,19 @@ What it adds to `keras_msets.training.Recipe`:
 """
 
 import argparse
+import dataclasses
+import functools
 import json
-import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import keras
 
 from keras_msets.training import distribution
 from keras_msets.training import preset_io
 from keras_msets.training import recipe as recipe_lib
+from keras_msets.training.tasks import set_models
 
 
 def earlier_fits(continue_from):
@@ -57,12 +61,27 @@ def earlier_fits(continue_from):
     return fits, carried, metadata["example"]
 
 
+@dataclasses.dataclass(frozen=True)
 class SetRecipe(recipe_lib.Recipe):
     """A preset of a set task (`keras_msets.training.tasks.SetTask`).
 
     The arguments are `Recipe`'s; `budget["steps"]` is the number of
-    training batches of a run.
+    training batches of a run. `build_model` defaults to the App. B model
+    of the task named by the preset (`set_models.build_model(task.name,
+    name=name)`).
     """
+
+    build_model: Callable[..., Any] = None
+
+    def __post_init__(self):
+        if self.build_model is None:
+            object.__setattr__(
+                self,
+                "build_model",
+                functools.partial(
+                    set_models.build_model, self.task.name, name=self.name
+                ),
+            )
 
     def train(
         self,
@@ -79,11 +98,7 @@ class SetRecipe(recipe_lib.Recipe):
         `checkpoint_steps`, `data_parallel`).
         """
         budget = self.full_budget(**options)
-        path = recipe_lib.check_output_dir(
-            output_dir or recipe_lib.default_output_dir(self.name), overwrite
-        )
-        if budget.get("checkpoint_dir") is not None:
-            recipe_lib.check_checkpoint_dir(budget["checkpoint_dir"])
+        path = self.output_folder(output_dir, overwrite, budget)
         fits, carried, example = earlier_fits(continue_from)
         path.mkdir(parents=True, exist_ok=True)
         metrics = {}
@@ -112,27 +127,15 @@ class SetRecipe(recipe_lib.Recipe):
             fit["data_parallel_devices"] = distribution.device_count(scope)
         metrics.update(self.task.evaluate(model, verbose=verbose))
         metrics["fit"] = fit
-        preset_io.save_preset(
+        self.write_preset(
             model,
             path,
-            data=self.task.data_description(budget),
-            metrics=metrics,
-            card=self.model_card(model, metrics),
-            example_input=self.task.example_input(),
-            extra={
-                "dims": None
-                if self.task.dims is None
-                else list(self.task.dims),
-                "set_size": list(self.task.set_size),
-                "preprocessing": self.task.preprocessing,
-                "recipe_seed": budget["seed"],
-            },
-            serves=self.task.serves(),
-            task=self.task.name,
-            overwrite=True,  # `check_output_dir` decided above
+            budget,
+            metrics,
+            dims=None if self.task.dims is None else list(self.task.dims),
+            set_size=list(self.task.set_size),
+            preprocessing=self.task.preprocessing,
         )
-        if self.source is not None:
-            shutil.copyfile(self.source, path / preset_io.RECIPE_FILE)
         return path
 
     def load_start(self, model):

@@ -9,22 +9,10 @@ trained on task 1, the sum of digits 1-9, by the paper's recipe
 (a new folder under runs/; `--help` lists the options).
 """
 
-from keras_msets.models import ComplexDeepSets
-from keras_msets.training import Recipe
-from keras_msets.training.tasks import DigitSumTask
+from keras_msets.training.recipe_families import digit_sum_recipe
 
-NAME = "complex_deepsets_digit_sum"
-
-RECIPE = Recipe(
-    name=NAME,
-    task=DigitSumTask("sum"),
-    build_model=lambda: ComplexDeepSets(
-        vocabulary_size=10, num_states=50, name=NAME
-    ),
-    summary='ComplexDeepSets (DeBenedetto & Chiang, "Representing Unordered '
-    'Data Using Complex-Weighted Multiset Automata", ICML 2020, Sec. 5) '
-    "trained to predict the sum of a multiset of digits 1-9 (task 1).",
-    source=__file__,
+RECIPE = digit_sum_recipe(
+    "complex_deepsets_digit_sum", "complex_deepsets", "sum", __file__
 )
 
 if __name__ == "__main__":

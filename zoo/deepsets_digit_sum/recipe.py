@@ -9,21 +9,9 @@ DeepSets (Zaheer et al. 2017), the baseline of DeBenedetto & Chiang
 (a new folder under runs/; `--help` lists the options).
 """
 
-from keras_msets.models import DeepSets
-from keras_msets.training import Recipe
-from keras_msets.training.tasks import DigitSumTask
+from keras_msets.training.recipe_families import digit_sum_recipe
 
-NAME = "deepsets_digit_sum"
-
-RECIPE = Recipe(
-    name=NAME,
-    task=DigitSumTask("sum"),
-    build_model=lambda: DeepSets(vocabulary_size=10, name=NAME),
-    summary="DeepSets (Zaheer et al. 2017; the baseline of DeBenedetto & "
-    "Chiang, ICML 2020, Sec. 5.1) trained to predict the sum of a multiset "
-    "of digits 1-9 (task 1).",
-    source=__file__,
-)
+RECIPE = digit_sum_recipe("deepsets_digit_sum", "deepsets", "sum", __file__)
 
 if __name__ == "__main__":
     RECIPE.main()

@@ -5,15 +5,12 @@ KERAS_BACKEND=tensorflow python zoo/mst_kl_divergence/recipe.py --help
 
 from keras_msets.training.set_recipe import SetRecipe
 from keras_msets.training.tasks import KLDivergence
-from keras_msets.training.tasks.set_models import build_model
 
-NAME = "mst_kl_divergence"
 RECIPE = SetRecipe(
-    name=NAME,
+    name="mst_kl_divergence",
     task=KLDivergence(
         dims=range(2, 17), test_dims=(2, 4, 8, 16), default_dims=(4, 16)
     ),
-    build_model=lambda: build_model("kl_divergence", name=NAME),
     # 3.1 s per batch at d = 9 on tensorflow, 2 busy CPU cores: ~45 min.
     budget={"steps": 900},
     summary="A dimension-equivariant Multi-Set Transformer that estimates "

@@ -5,15 +5,12 @@ KERAS_BACKEND=tensorflow python zoo/mst_mutual_information/recipe.py --help
 
 from keras_msets.training.set_recipe import SetRecipe
 from keras_msets.training.tasks import MutualInformation
-from keras_msets.training.tasks.set_models import build_model
 
-NAME = "mst_mutual_information"
 RECIPE = SetRecipe(
-    name=NAME,
+    name="mst_mutual_information",
     task=MutualInformation(
         dims=range(2, 21), test_dims=(2, 10, 20), default_dims=(9, 20)
     ),
-    build_model=lambda: build_model("mutual_information", name=NAME),
     # 4.2 s per batch at d = 11 on one tensorflow CPU core: ~70 min. Ten
     # times App. B's rate for 1 % of its batches (benchmarks/RESULTS.md).
     budget={"steps": 1000, "learning_rate": 1e-3},

@@ -6,13 +6,11 @@ python zoo/mst_mutual_information_joint/recipe.py --help
 from keras_msets.training.set_recipe import SetRecipe
 from keras_msets.training.set_recipe import installed_model
 from keras_msets.training.tasks import JointMutualInformation
-from keras_msets.training.tasks.set_models import build_model
 
-NAME = "mst_mutual_information_joint"
 START = "mst_kl_divergence"
 SPLIT = "mst_mutual_information"
 RECIPE = SetRecipe(
-    name=NAME,
+    name="mst_mutual_information_joint",
     task=JointMutualInformation(
         dims=range(1, 9),
         test_dims=(1, 2, 4, 6, 8),
@@ -21,7 +19,6 @@ RECIPE = SetRecipe(
         estimator_permutations=8,  # pretrained.JOINT_PERMUTATIONS
         start=START,
     ),
-    build_model=lambda: build_model("mutual_information_joint", name=NAME),
     # Three times App. B's 1e-4, for a short fine-tuning run.
     budget={"steps": 1000, "learning_rate": 3e-4},
     start_from=START,

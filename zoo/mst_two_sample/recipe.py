@@ -5,13 +5,10 @@ KERAS_BACKEND=tensorflow python zoo/mst_two_sample/recipe.py --help
 
 from keras_msets.training.set_recipe import SetRecipe
 from keras_msets.training.tasks import TwoSample
-from keras_msets.training.tasks.set_models import build_model
 
-NAME = "mst_two_sample"
 RECIPE = SetRecipe(
-    name=NAME,
+    name="mst_two_sample",
     task=TwoSample(dims=(8,), test_size=2000, target=0.73, default_dims=(8, 8)),
-    build_model=lambda: build_model("two_sample", name=NAME),
     # 0.82 s per batch of 256 on one tensorflow core: ~35 min. Ten times
     # App. B's 1e-5, for a third of the paper's batches.
     budget={"steps": 2400, "learning_rate": 1e-4},
