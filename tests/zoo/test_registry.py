@@ -157,7 +157,13 @@ def test_cli_list_and_info(capsys):
         assert name in out
     assert cli_main(["zoo", "info", "complex_deepsets_units_digit"]) == 0
     out = capsys.readouterr().out
-    assert '"files_sha256"' in out and "# `complex_deepsets" in out
+    assert out.startswith("complex_deepsets_units_digit: ComplexDeepSets")
+    assert "zoo evaluate complex_deepsets_units_digit" in out
+    assert (
+        cli_main(["zoo", "info", "complex_deepsets_units_digit", "--json"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert '"files_sha256"' in out and "# `complex_deepsets" not in out
     assert cli_main(["zoo", "info", "nope"]) == 2
     assert "Available presets" in capsys.readouterr().err
 
@@ -292,8 +298,9 @@ def test_cli_list_survives_a_broken_preset(tmp_path, monkeypatch, capsys):
     (folder / "metadata.json").write_text("{")
     assert cli_main(["zoo", "list"]) == 0
     out = capsys.readouterr().out
-    assert "deepsets_units_digit\t4061 parameters" in out
-    assert f"{broken}\tbroken:" in out and "metadata.json" in out
+    assert re.search(r"^deepsets_units_digit +DeepSets trained", out, re.M)
+    assert re.search(rf"^{broken} +broken:", out, re.M)
+    assert "metadata.json" in out
     assert cli_main(["zoo", "info", broken]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and broken in err[0] and "metadata.json" in err[0]
