@@ -602,12 +602,15 @@ def run_case(name):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            fn()
+            result = fn()
             outcome, detail = (
                 ("silent", "returned without an error")
                 if expect == "error"
                 else ("correct", "")
             )
+            if outcome == "correct" and isinstance(result, float):
+                # The value cases return their error against the reference.
+                detail = f"error {result:.3g}"
         except Wrong as e:
             outcome, detail = "silent", str(e)
         except (ValueError, TypeError) as e:
