@@ -35,10 +35,8 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
     for training, not only for avoiding NaNs: an Adam step of size `lr` on
     `(x, y)` turns the angle by about `lr / |x + iy|`, so small initial
     directions explore angles fast, and as `|x + iy|` grows the angle
-    updates anneal. With unit-scale directions (tried first) Complex
-    DeepSets stalled at about 25% on the units-digit task; with the tiny
-    initialisation it learns it (see the `complex_deepsets_units_digit`
-    preset). The phase is computed NaN-free even at `(0, 0)`
+    updates anneal. The `complex_deepsets_units_digit` preset was trained
+    from this initialisation. The phase is computed NaN-free even at `(0, 0)`
     (`keras_msets.ops.complex_phase`). Embeddings, angles and sums are
     computed in float32 whatever the dtype policy (under mixed precision
     the sub-layers use the float32 variable dtype) and the output is cast

@@ -3,13 +3,12 @@ import keras
 from keras_msets.layers.diagonal_multiset_automaton import (
     DiagonalMultisetAutomaton,
 )
-from keras_msets.models._id_inputs import TokenIdInputs
-from keras_msets.utils.validation import check_bool
-from keras_msets.utils.validation import check_positive_int
+from keras_msets.models.deepsets._token_model import TokenReadoutModel
+from keras_msets.models.deepsets._token_model import checked_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class ComplexDeepSets(TokenIdInputs, keras.Model):
+class ComplexDeepSets(TokenReadoutModel):
     """Complex DeepSets: a diagonal complex multiset automaton and a readout.
 
     The model of DeBenedetto & Chiang (Sec. 5.1): three embeddings of
@@ -24,11 +23,12 @@ class ComplexDeepSets(TokenIdInputs, keras.Model):
     the unit circle and reads out only `[cos(sum theta), sin(sum theta)]`.
     We added it after the paper's readout failed to extrapolate on task 2:
     trained by the paper's recipe, the model that also reads `sum r` was
-    100% right up to length 70 and 0% from 75 on (`benchmarks/RESULTS.md`).
-    Its predictions carry an offset that grows with the set size through
-    `sum r` (measured: +0.38 at length 70, +0.5 at 72, +0.97 at 80), small
-    within the training lengths (1-50) and fatal beyond. Without `sum r`
-    the readout can only use the angles, which are exact at any length.
+    100% right up to length 70 and 0% from 75 on (stored result:
+    `benchmarks/results/complex_deepsets_units_digit_paper_readout.json`;
+    the command is in `benchmarks/RESULTS.md`). Its predictions carry an
+    offset that grows with the set size through `sum r`, small within the
+    training lengths (1-50) and fatal beyond. Without `sum r` the readout
+    can only use the angles, which are exact at any length.
     The `complex_deepsets_units_digit` preset uses it; the sum task needs
     the moduli and keeps the paper's readout.
 
@@ -47,18 +47,7 @@ class ComplexDeepSets(TokenIdInputs, keras.Model):
         output_units: width of the final dense readout.
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
-    Call arguments:
-        inputs: int tensor `[batch, length]`, 0 = padding. Ids must lie in
-            `[0, vocabulary_size)` with an int dtype: `model(x)`,
-            `predict`, `evaluate` and `fit` raise an error otherwise (for
-            arrays and tensors; a dataset's ids are checked only where the
-            step runs eagerly, see `keras_msets.models._id_inputs`).
-
-    Input shape:
-        `[batch, length]`, any length.
-
-    Output shape:
-        `[batch, output_units]`.
+    {{token_ids_call_arguments}}
 
     Example:
     >>> model = keras_msets.models.ComplexDeepSets()
@@ -79,40 +68,21 @@ class ComplexDeepSets(TokenIdInputs, keras.Model):
         output_units=1,
         **kwargs,
     ):
-        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
-        num_states = check_positive_int("num_states", num_states)
-        use_initial_weights = check_bool(
-            "use_initial_weights", use_initial_weights
-        )
-        unit_modulus = check_bool("unit_modulus", unit_modulus)
-        output_units = check_positive_int("output_units", output_units)
-        inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
-        features = DiagonalMultisetAutomaton(
-            vocabulary_size,
-            num_states,
+        arguments = checked_arguments(
+            vocabulary_size=vocabulary_size,
+            num_states=num_states,
             use_initial_weights=use_initial_weights,
             unit_modulus=unit_modulus,
-            name="automaton",
-        )(inputs)
-        outputs = keras.layers.Dense(output_units, name="readout")(features)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.vocabulary_size = vocabulary_size
-        self.num_states = num_states
-        self.use_initial_weights = use_initial_weights
-        self.unit_modulus = unit_modulus
-        self.output_units = output_units
+            output_units=output_units,
+        )
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "vocabulary_size": self.vocabulary_size,
-            "num_states": self.num_states,
-            "use_initial_weights": self.use_initial_weights,
-            "unit_modulus": self.unit_modulus,
-            "output_units": self.output_units,
-        }
+        def body(ids):
+            return DiagonalMultisetAutomaton(
+                arguments["vocabulary_size"],
+                arguments["num_states"],
+                use_initial_weights=arguments["use_initial_weights"],
+                unit_modulus=arguments["unit_modulus"],
+                name="automaton",
+            )(ids)
 
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+        super().__init__(body, arguments, **kwargs)

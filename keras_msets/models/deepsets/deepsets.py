@@ -1,12 +1,13 @@
 import keras
 
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
-from keras_msets.models._id_inputs import TokenIdInputs
-from keras_msets.utils.validation import check_positive_int
+from keras_msets.models.deepsets._token_model import TokenReadoutModel
+from keras_msets.models.deepsets._token_model import checked_arguments
+from keras_msets.models.deepsets._token_model import token_embedding
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class DeepSets(TokenIdInputs, keras.Model):
+class DeepSets(TokenReadoutModel):
     """DeepSets for sets of tokens: embed, transform, sum, read out.
 
     The digit-sum model of Zaheer et al. (2017) used as the baseline of
@@ -28,18 +29,7 @@ class DeepSets(TokenIdInputs, keras.Model):
         output_units: width of the final dense readout.
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
-    Call arguments:
-        inputs: int tensor `[batch, length]`, 0 = padding. Ids must lie in
-            `[0, vocabulary_size)` with an int dtype: `model(x)`,
-            `predict`, `evaluate` and `fit` raise an error otherwise (for
-            arrays and tensors; a dataset's ids are checked only where the
-            step runs eagerly, see `keras_msets.models._id_inputs`).
-
-    Input shape:
-        `[batch, length]`, any length.
-
-    Output shape:
-        `[batch, output_units]`.
+    {{token_ids_call_arguments}}
 
     Example:
     >>> model = keras_msets.models.DeepSets()
@@ -59,37 +49,21 @@ class DeepSets(TokenIdInputs, keras.Model):
         output_units=1,
         **kwargs,
     ):
-        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
-        embedding_dim = check_positive_int("embedding_dim", embedding_dim)
-        hidden_units = check_positive_int("hidden_units", hidden_units)
-        output_units = check_positive_int("output_units", output_units)
-        inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
-        x = keras.layers.Embedding(
-            vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
-        )(inputs)
-        x = keras.layers.Dense(
-            hidden_units, activation=activation, name="element_dense"
-        )(x)
-        x = MaskedSetPooling("sum", name="pooling")(x)
-        outputs = keras.layers.Dense(output_units, name="readout")(x)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.vocabulary_size = vocabulary_size
-        self.embedding_dim = embedding_dim
-        self.hidden_units = hidden_units
-        self.activation = activation
-        self.output_units = output_units
+        arguments = checked_arguments(
+            vocabulary_size=vocabulary_size,
+            embedding_dim=embedding_dim,
+            hidden_units=hidden_units,
+            activation=activation,
+            output_units=output_units,
+        )
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "vocabulary_size": self.vocabulary_size,
-            "embedding_dim": self.embedding_dim,
-            "hidden_units": self.hidden_units,
-            "activation": self.activation,
-            "output_units": self.output_units,
-        }
+        def body(ids):
+            x = token_embedding(arguments)(ids)
+            x = keras.layers.Dense(
+                arguments["hidden_units"],
+                activation=activation,
+                name="element_dense",
+            )(x)
+            return MaskedSetPooling("sum", name="pooling")(x)
 
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+        super().__init__(body, arguments, **kwargs)

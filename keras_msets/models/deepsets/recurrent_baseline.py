@@ -1,16 +1,16 @@
 import keras
 
-from keras_msets.models._id_inputs import TokenIdInputs
-from keras_msets.utils.validation import check_bool
+from keras_msets.models.deepsets._token_model import TokenReadoutModel
+from keras_msets.models.deepsets._token_model import checked_arguments
+from keras_msets.models.deepsets._token_model import token_embedding
 from keras_msets.utils.validation import check_choice
-from keras_msets.utils.validation import check_positive_int
 
 RNN_TYPES = ("lstm", "gru")
 DEFAULT_UNITS = {"lstm": 50, "gru": 80}
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class RecurrentBaseline(TokenIdInputs, keras.Model):
+class RecurrentBaseline(TokenReadoutModel):
     """An LSTM or GRU read of a token sequence: the order-aware baselines.
 
     The LSTM and GRU models that DeBenedetto & Chiang (Sec. 5.1, Fig. 1) take
@@ -36,18 +36,7 @@ class RecurrentBaseline(TokenIdInputs, keras.Model):
         output_units: width of the final dense readout.
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
-    Call arguments:
-        inputs: int tensor `[batch, length]`, 0 = padding. Ids must lie in
-            `[0, vocabulary_size)` with an int dtype: `model(x)`,
-            `predict`, `evaluate` and `fit` raise an error otherwise (for
-            arrays and tensors; a dataset's ids are checked only where the
-            step runs eagerly, see `keras_msets.models._id_inputs`).
-
-    Input shape:
-        `[batch, length]`.
-
-    Output shape:
-        `[batch, output_units]`.
+    {{token_ids_call_arguments}}
 
     Example:
     >>> model = keras_msets.models.RecurrentBaseline("gru")
@@ -71,42 +60,25 @@ class RecurrentBaseline(TokenIdInputs, keras.Model):
         **kwargs,
     ):
         check_choice("rnn_type", rnn_type, RNN_TYPES)
-        vocabulary_size = check_positive_int("vocabulary_size", vocabulary_size)
-        embedding_dim = check_positive_int("embedding_dim", embedding_dim)
-        units = DEFAULT_UNITS[rnn_type] if units is None else units
-        units = check_positive_int("units", units)
-        reset_after = check_bool("reset_after", reset_after)
-        output_units = check_positive_int("output_units", output_units)
-        inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
-        x = keras.layers.Embedding(
-            vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
-        )(inputs)
-        if rnn_type == "lstm":
-            rnn = keras.layers.LSTM(units, name="rnn")
-        else:
-            rnn = keras.layers.GRU(units, reset_after=reset_after, name="rnn")
-        x = rnn(x)
-        outputs = keras.layers.Dense(output_units, name="readout")(x)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.rnn_type = rnn_type
-        self.vocabulary_size = vocabulary_size
-        self.embedding_dim = embedding_dim
-        self.units = units
-        self.reset_after = reset_after
-        self.output_units = output_units
+        arguments = checked_arguments(
+            rnn_type=rnn_type,
+            vocabulary_size=vocabulary_size,
+            embedding_dim=embedding_dim,
+            units=DEFAULT_UNITS[rnn_type] if units is None else units,
+            reset_after=reset_after,
+            output_units=output_units,
+        )
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "rnn_type": self.rnn_type,
-            "vocabulary_size": self.vocabulary_size,
-            "embedding_dim": self.embedding_dim,
-            "units": self.units,
-            "reset_after": self.reset_after,
-            "output_units": self.output_units,
-        }
+        def body(ids):
+            x = token_embedding(arguments)(ids)
+            units = arguments["units"]
+            if rnn_type == "lstm":
+                rnn = keras.layers.LSTM(units, name="rnn")
+            else:
+                reset_after = arguments["reset_after"]
+                rnn = keras.layers.GRU(
+                    units, reset_after=reset_after, name="rnn"
+                )
+            return rnn(x)
 
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+        super().__init__(body, arguments, **kwargs)
