@@ -10,6 +10,16 @@ GRADIENT_MODES = ("local", "end_to_end")
 REDUCTIONS = ("sum", "mean")
 
 
+# The constructor arguments of `LocalFusionObjective`, which
+# `FusionEncoderNetwork` takes as its training arguments.
+TRAINING_ARGUMENTS = (
+    "gradient",
+    "segment_loss_reduction",
+    "segment_learning_rates",
+    "token_count_loss_weight",
+)
+
+
 def scale_gradient(x, scale):
     """`x` in the forward pass; its gradient multiplied by `scale`."""
     stopped = ops.stop_gradient(x)
@@ -229,12 +239,7 @@ class LocalFusionObjective:
         return loss
 
     def get_config(self):
-        return {
-            "gradient": self.gradient,
-            "segment_loss_reduction": self.segment_loss_reduction,
-            "segment_learning_rates": self.segment_learning_rates,
-            "token_count_loss_weight": self.token_count_loss_weight,
-        }
+        return {name: getattr(self, name) for name in TRAINING_ARGUMENTS}
 
     def __repr__(self):
         return (
