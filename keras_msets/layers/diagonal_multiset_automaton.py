@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_msets.layers._layer_base import arguments_config
 from keras_msets.layers.complex_multiplication_pooling import OUTPUT_FORMATS
 from keras_msets.layers.complex_multiplication_pooling import (
     ComplexMultiplicationPooling,
@@ -206,19 +207,18 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "alphabet_size": self.alphabet_size,
-                "num_states": self.num_states,
-                "mask_zero": self.mask_zero,
-                "use_initial_weights": self.use_initial_weights,
-                "unit_modulus": self.unit_modulus,
-                "output_format": self.output_format,
-                "log_modulus_initializer": keras.initializers.serialize(
-                    self.log_modulus_initializer
+            arguments_config(
+                self,
+                (
+                    "alphabet_size",
+                    "num_states",
+                    "mask_zero",
+                    "use_initial_weights",
+                    "unit_modulus",
+                    "output_format",
+                    "log_modulus_initializer",
+                    "direction_initializer",
                 ),
-                "direction_initializer": keras.initializers.serialize(
-                    self.direction_initializer
-                ),
-            }
+            )
         )
         return config

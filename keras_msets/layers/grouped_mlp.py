@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_msets.layers._layer_base import arguments_config
 from keras_msets.ops.checks import check_token_ids
 from keras_msets.utils.validation import check_int_list
 from keras_msets.utils.validation import check_positive_int
@@ -260,21 +261,19 @@ class GroupedMLP(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "units": list(self.units),
-                "num_groups": self.num_groups,
-                "input_dim": self.input_dim,
-                "vocabulary_size": self.vocabulary_size,
-                "pad_to": self.pad_to,
-                "activation": keras.activations.serialize(self.activation),
-                "output_activation": keras.activations.serialize(
-                    self.output_activation
+            arguments_config(
+                self,
+                (
+                    "units",
+                    "num_groups",
+                    "input_dim",
+                    "vocabulary_size",
+                    "pad_to",
+                    "activation",
+                    "output_activation",
+                    "kernel_initializer",
                 ),
-                "kernel_initializer": (
-                    None
-                    if self.kernel_initializer is None
-                    else keras.initializers.serialize(self.kernel_initializer)
-                ),
-            }
+            )
         )
+        config["units"] = list(self.units)
         return config
