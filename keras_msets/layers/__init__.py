@@ -3,6 +3,9 @@
 from keras_msets.layers.automaton_position_encoding import (
     AutomatonPositionEncoding,
 )
+from keras_msets.layers.automaton_rotary_embedding import (
+    AutomatonRotaryEmbedding,
+)
 from keras_msets.layers.complex_conv1d import ComplexConv1D
 from keras_msets.layers.complex_dense import ComplexDense
 from keras_msets.layers.complex_lstm import ComplexLSTM
@@ -46,6 +49,7 @@ from keras_msets.layers.set_attention_block import SetAttentionBlock
 __all__ = [
     "EMBEDDING_VARIANTS",
     "AutomatonPositionEncoding",
+    "AutomatonRotaryEmbedding",
     "ComplexConv1D",
     "ComplexDense",
     "ComplexLSTM",
