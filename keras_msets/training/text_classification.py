@@ -46,6 +46,8 @@ EMBEDDING_NAMES = {
     "complex_vanilla": "Complex-vanilla",
     "complex_order": "Complex-order",
 }
+# The training settings of `cross_validate` and `train_final` (keyword
+# arguments; every other keyword goes to `TextClassifier`).
 DEFAULTS = {
     "epochs": 20,
     "batch_size": 64,
@@ -53,7 +55,14 @@ DEFAULTS = {
     "patience": 3,
     "validation_fraction": 0.1,
     "sequence_length": 50,
+    "max_tokens": None,
     "standardize": "lower",
+    "glove": True,
+    "glove_path": None,
+    "embedding_dim": None,
+    "seed": 0,
+    "run_eagerly": False,
+    "verbose": 0,
 }
 
 
@@ -90,12 +99,13 @@ def _vectorize(train_texts, other_texts, sequence_length, max_tokens, std):
     return vocabulary, ids
 
 
-def _initial_vectors(vocabulary, glove, glove_path, embedding_dim, seed):
-    if not glove:
+def _initial_vectors(vocabulary, settings, seed):
+    if not settings["glove"]:
         return None, None
-    dim = text_data.GLOVE_DIM if embedding_dim is None else embedding_dim
+    dim = settings["embedding_dim"]
+    dim = text_data.GLOVE_DIM if dim is None else dim
     matrix, found = text_data.load_glove(
-        vocabulary, dim=dim, path=glove_path, seed=seed
+        vocabulary, dim=dim, path=settings["glove_path"], seed=seed
     )
     return matrix, float(found[2:].mean()) if len(found) > 2 else 0.0
 
@@ -156,14 +166,12 @@ def _fit(
     return model, history.history
 
 
-def _settings(arguments):
-    """The validated training settings among a caller's `arguments`.
-
-    `cross_validate` and `train_final` share these keyword arguments and
-    pass their `locals()`.
-    """
-    a = arguments
-    return {
+def _settings(options):
+    """`(settings, hyper)`: the validated `DEFAULTS` keys of `options`
+    (defaults filled in), and the other keywords (`TextClassifier`'s)."""
+    hyper = dict(options)
+    a = {key: hyper.pop(key, value) for key, value in DEFAULTS.items()}
+    settings = {
         "epochs": validation.check_positive_int("epochs", a["epochs"]),
         "batch_size": validation.check_positive_int(
             "batch_size", a["batch_size"]
@@ -186,6 +194,7 @@ def _settings(arguments):
         "verbose": a["verbose"],
         "backend": keras.backend.backend(),
     }
+    return settings, hyper
 
 
 def cross_validate(
@@ -195,22 +204,8 @@ def cross_validate(
     labels,
     n_folds=10,
     folds=None,
-    epochs=DEFAULTS["epochs"],
-    batch_size=DEFAULTS["batch_size"],
-    learning_rate=DEFAULTS["learning_rate"],
-    patience=DEFAULTS["patience"],
-    validation_fraction=DEFAULTS["validation_fraction"],
-    sequence_length=DEFAULTS["sequence_length"],
-    max_tokens=None,
-    standardize=DEFAULTS["standardize"],
-    glove=True,
-    glove_path=None,
-    embedding_dim=None,
-    seed=0,
-    run_eagerly=False,
-    verbose=0,
     keep_model=False,
-    **hyper,
+    **options,
 ):
     """Scores one classifier by stratified k-fold cross validation.
 
@@ -235,6 +230,15 @@ def cross_validate(
         n_folds: number of folds (10 in the paper).
         folds: optional list of fold indices to run (e.g. `[0, 1, 2]` for
             the first three of the `n_folds`); None runs them all.
+        keep_model: if True, the result also holds the model trained on
+            the last fold of `folds` (`"model"`) and that fold's vocabulary
+            (`"vocabulary"`, words by id): a zoo preset whose held-out
+            accuracy is that fold's.
+        **options: the training settings below (defaults in `DEFAULTS`),
+            then further `TextClassifier` arguments (`filters`,
+            `hidden_units`, `dropout`, ...).
+
+    Settings:
         epochs: largest number of epochs per fold.
         batch_size: batch size.
         learning_rate: Adam learning rate.
@@ -256,12 +260,6 @@ def cross_validate(
         run_eagerly: passed to `compile` (True avoids compiling, which is
             faster for tiny smoke runs).
         verbose: `fit` verbosity.
-        keep_model: if True, the result also holds the model trained on
-            the last fold of `folds` (`"model"`) and that fold's vocabulary
-            (`"vocabulary"`, words by id): a zoo preset whose held-out
-            accuracy is that fold's.
-        **hyper: further `TextClassifier` arguments (`filters`,
-            `hidden_units`, `dropout`, ...).
 
     Returns:
         A dict with `fold_accuracies` (list), `mean`, `std` (over the folds
@@ -273,7 +271,8 @@ def cross_validate(
     """
     texts, labels = _check_inputs(architecture, embedding, texts, labels)
     num_classes = int(labels.max()) + 1
-    settings = _settings(locals())
+    settings, hyper = _settings(options)
+    seed = settings["seed"]
     splits = text_data.stratified_folds(labels, n_folds=n_folds, seed=seed)
     fold_indices = list(range(n_folds)) if folds is None else list(folds)
     for index in fold_indices:
@@ -317,7 +316,7 @@ def cross_validate(
             settings["standardize"],
         )
         pretrained, coverage = _initial_vectors(
-            vocabulary, glove, glove_path, embedding_dim, seed + index
+            vocabulary, settings, seed + index
         )
         model, history = _fit(
             architecture,
@@ -365,23 +364,9 @@ def train_final(
     embedding,
     texts,
     labels,
-    epochs=DEFAULTS["epochs"],
-    batch_size=DEFAULTS["batch_size"],
-    learning_rate=DEFAULTS["learning_rate"],
-    patience=DEFAULTS["patience"],
-    validation_fraction=DEFAULTS["validation_fraction"],
-    sequence_length=DEFAULTS["sequence_length"],
-    max_tokens=None,
-    standardize=DEFAULTS["standardize"],
-    glove=True,
-    glove_path=None,
-    embedding_dim=None,
-    seed=0,
     test_texts=None,
     test_labels=None,
-    run_eagerly=False,
-    verbose=0,
-    **hyper,
+    **options,
 ):
     """Trains one classifier on all the given texts (for a zoo preset).
 
@@ -396,12 +381,10 @@ def train_final(
 
     Args:
         architecture, embedding, texts, labels: as in `cross_validate`.
-        epochs, batch_size, learning_rate, patience, validation_fraction,
-        sequence_length, max_tokens, standardize, glove, glove_path,
-        embedding_dim, seed, run_eagerly, verbose: as in `cross_validate`.
         test_texts: optional held-out texts.
         test_labels: their labels.
-        **hyper: further `TextClassifier` arguments.
+        **options: the training settings of `cross_validate`, then
+            further `TextClassifier` arguments.
 
     Returns:
         A dict with `model` (the trained `TextClassifier`, best validation
@@ -422,7 +405,8 @@ def train_final(
             f"one label per text. Received {len(test_texts)} texts and "
             f"{len(test_labels)} labels"
         )
-    settings = _settings(locals())
+    settings, hyper = _settings(options)
+    seed = settings["seed"]
     start = time.perf_counter()
     fit_idx, val_idx = stratified_split(
         labels, settings["validation_fraction"], seed=seed
@@ -438,9 +422,7 @@ def train_final(
         settings["max_tokens"],
         settings["standardize"],
     )
-    pretrained, coverage = _initial_vectors(
-        vocabulary, glove, glove_path, embedding_dim, seed
-    )
+    pretrained, coverage = _initial_vectors(vocabulary, settings, seed)
     num_classes = int(labels.max()) + 1
     model, history = _fit(
         architecture,

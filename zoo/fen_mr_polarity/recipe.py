@@ -9,7 +9,7 @@ tarball (`keras-msets data fetch mr`). Re-run it with
 
 from pathlib import Path
 
-from keras_msets.models import FusionEncoderNetwork
+from keras_msets.models.text import FenTextClassifier
 from keras_msets.training import Recipe
 from keras_msets.training.tasks import FenMrPolarityTask
 
@@ -18,10 +18,10 @@ TASK = FenMrPolarityTask(Path(__file__).parent)
 
 
 def build_model():
-    return FusionEncoderNetwork(
+    return FenTextClassifier(  # a FEN with outputs [1 - p, p]
         sequence_length=TASK.sequence_length,
         vocabulary_size=TASK.vocabulary_size(),  # the training sentences'
-        output_activation="sigmoid",
+        preprocessor=TASK.shipped_preprocessor(),  # raw sentences in
         sharing="all",
         name=NAME,
     )

@@ -5,7 +5,9 @@
 any of the five embeddings of `keras_msets.layers.position_embeddings`.
 Real embeddings feed real Keras / KerasHub layers; complex embeddings feed
 the complex layers of App. B (`ComplexDense`, `ComplexConv1D`,
-`ComplexLSTM`, `ComplexTransformerEncoder`) and a real readout.
+`ComplexLSTM`, `ComplexTransformerEncoder`) and a real readout. With a
+`preprocessor` (`keras_msets.models.text.TextPreprocessor`) a classifier
+also takes raw sentences in `predict`, `evaluate` and `fit`.
 """
 
 import keras
@@ -24,6 +26,9 @@ from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
 from keras_msets.layers.position_embeddings import is_complex_variant
 from keras_msets.layers.position_embeddings import make_text_embedding
 from keras_msets.models._id_inputs import TokenIdInputs
+from keras_msets.models.text.preprocessor import TextInputs
+from keras_msets.models.text.preprocessor import deserialize_preprocessor
+from keras_msets.models.text.preprocessor import serialize_preprocessor
 from keras_msets.models.text.text_layers import ComplexConcatenate
 from keras_msets.models.text.text_layers import MaskedConv1D
 from keras_msets.utils.validation import check_bool
@@ -69,7 +74,7 @@ def _keras_hub():
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class TextClassifier(TokenIdInputs, keras.Model):
+class TextClassifier(TextInputs, TokenIdInputs, keras.Model):
     """FastText, CNN, LSTM or Transformer on a real or complex embedding.
 
     The text classifiers of Wang et al. (Sec. 3.1, Table 2): four network
@@ -117,10 +122,9 @@ class TextClassifier(TokenIdInputs, keras.Model):
     first row) and the same number of (complex) units as the real ones.
     The paper does not say how the complex LSTM's gates multiply its cell;
     we use `gate_product="split"` (each gate acts on the real and on the
-    imaginary parts like a real LSTM gate): with the complex product
-    (gates of modulus up to sqrt(2) that also rotate the cell) the complex
-    LSTM stayed at chance level for four epochs on an MR fold, where
-    `"split"` reached 0.67 after two.
+    imaginary parts like a real LSTM gate, so a gate in [0, 1] scales the
+    cell without rotating it); the complex product gives gates of modulus
+    up to sqrt(2) that also rotate the cell.
 
     Padding: id 0 is padding; every layer honours the mask, so appending or
     removing padding never changes a prediction. Texts are right-padded:
@@ -173,6 +177,11 @@ class TextClassifier(TokenIdInputs, keras.Model):
             `{"trainable_phase": True}` for `"complex_vanilla"` or
             `{"frequency_sharing": "word"}` for `"complex_order"` (Table 4).
             Values must be serializable (no arrays).
+        preprocessor: optional `TextPreprocessor` (the vocabulary and the
+            tokenisation of the model's training), held as
+            `model.preprocessor` and saved in its config. With it,
+            `predict`, `evaluate` and `fit` also take a list of raw
+            sentences. It has no weights.
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
     Call arguments:
@@ -181,6 +190,8 @@ class TextClassifier(TokenIdInputs, keras.Model):
             `predict`, `evaluate` and `fit` raise an error otherwise (for
             arrays and tensors; a dataset's ids are checked only where the
             step runs eagerly, see `keras_msets.models._id_inputs`).
+            `predict`, `evaluate` and `fit` also take a list of strings
+            when the model has a `preprocessor`.
 
     Input shape:
         `[batch, length]`, any length (at most `sequence_length` for
@@ -227,6 +238,7 @@ class TextClassifier(TokenIdInputs, keras.Model):
         complex_readout="modulus",
         gate_product="split",
         embedding_options=None,
+        preprocessor=None,
         **kwargs,
     ):
         architecture = check_choice("architecture", architecture, ARCHITECTURES)
@@ -382,6 +394,7 @@ class TextClassifier(TokenIdInputs, keras.Model):
         self.complex_readout = complex_readout
         self.gate_product = gate_product
         self.embedding_options = embedding_options
+        self.preprocessor = deserialize_preprocessor(preprocessor)
 
     @property
     def is_complex(self):
@@ -409,6 +422,7 @@ class TextClassifier(TokenIdInputs, keras.Model):
             "complex_readout": self.complex_readout,
             "gate_product": self.gate_product,
             "embedding_options": dict(self.embedding_options),
+            "preprocessor": serialize_preprocessor(self.preprocessor),
         }
 
     @classmethod
@@ -416,32 +430,16 @@ class TextClassifier(TokenIdInputs, keras.Model):
         return cls(**config)
 
 
-def build_text_classifier(
-    architecture,
-    embedding,
-    vocabulary_size,
-    sequence_length,
-    num_classes,
-    embedding_dim=None,
-    pretrained_embeddings=None,
-    **hyper,
-):
+def build_text_classifier(architecture, embedding, *args, **kwargs):
     """Builds a Table 2 text classifier: `TextClassifier(...)`.
 
     Args:
         architecture: `"fasttext"`, `"cnn"`, `"lstm"` or `"transformer"`.
         embedding: `"none"`, `"pe"`, `"tpe"`, `"complex_vanilla"` or
             `"complex_order"`.
-        vocabulary_size: number of token ids, padding id 0 included.
-        sequence_length: the longest input (required for `"pe"`).
-        num_classes: number of classes.
-        embedding_dim: word vector size; None: the paper's value.
-        pretrained_embeddings: optional `(vocabulary_size, embedding_dim)`
-            initial word vectors / amplitudes.
-        **hyper: further `TextClassifier` arguments (`hidden_units`,
-            `filters`, `kernel_sizes`, `num_heads`, `intermediate_dim`,
-            `num_layers`, `dropout`, `shared_weights`, `complex_readout`,
-            `name`).
+        *args, **kwargs: the other `TextClassifier` arguments
+            (`vocabulary_size`, `sequence_length`, `num_classes`, then
+            the optional ones).
 
     Returns:
         An uncompiled `TextClassifier` mapping int ids `[batch, length]`
@@ -450,13 +448,4 @@ def build_text_classifier(
         `predict`, `evaluate` and `fit` check the ids before a compiled
         step, and a saved one reloads as a `TextClassifier`.
     """
-    return TextClassifier(
-        architecture,
-        embedding,
-        vocabulary_size,
-        sequence_length,
-        num_classes,
-        embedding_dim=embedding_dim,
-        pretrained_embeddings=pretrained_embeddings,
-        **hyper,
-    )
+    return TextClassifier(architecture, embedding, *args, **kwargs)

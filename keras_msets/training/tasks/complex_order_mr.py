@@ -8,21 +8,28 @@ weights are the complex-order model of fold 0: trained on folds 1-9 (a
 tenth of them held out for early stopping), its held-out accuracy is fold
 0's, which `evaluate` re-measures from raw sentences.
 
-Input of the presets: int32 token ids `[batch, 40]` (0 = padding, 1 =
-unknown word), made by `encode` with the shipped vocabulary, lower-cased,
-split on whitespace (MR is tokenised: punctuation tokens such as "," and
-"'s" are words), cut or padded to 40 tokens. Output: `[batch, 2]` class
-probabilities (0 = negative, 1 = positive).
+Input of the presets: raw sentences, or the int32 token ids `[batch, 40]`
+(0 = padding, 1 = unknown word) their `TextPreprocessor` makes with the
+shipped vocabulary: lower-cased, split on whitespace (MR is tokenised:
+punctuation tokens such as "," and "'s" are words), cut or padded to 40
+tokens. Output: `[batch, 2]` class probabilities (0 = negative, 1 =
+positive). `complex_order_recipe` declares a preset's `TASK` and `RECIPE`.
 """
 
+import inspect
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
 
 from keras_msets.data.text import GLOVE_DIM
+from keras_msets.models.text.classifiers import DEFAULT_DROPOUT
+from keras_msets.models.text.classifiers import DEFAULT_EMBEDDING_DIM
+from keras_msets.models.text.classifiers import TextClassifier
 from keras_msets.models.text.classifiers import build_text_classifier
 from keras_msets.training import text_classification
+from keras_msets.training.recipe_options import OptionsRecipe
 from keras_msets.training.tasks.mr_polarity import VOCABULARY_FILE
 from keras_msets.training.tasks.mr_polarity import TextTask
 from keras_msets.training.text_splits import mr_fold_split
@@ -91,7 +98,8 @@ class ComplexOrderMrTask(TextTask):
         self.hyper = dict(hyper)
 
     def build_model(self):
-        """The preset's classifier (its vocabulary: `max_tokens` words)."""
+        """The preset's classifier (its vocabulary: `max_tokens` words),
+        with the shipped vocabulary's preprocessor where there is one."""
         hyper = dict(self.hyper)
         glove = hyper.pop("glove", False)
         dim = hyper.pop("embedding_dim", None) or (GLOVE_DIM if glove else None)
@@ -103,6 +111,7 @@ class ComplexOrderMrTask(TextTask):
             num_classes=2,
             embedding_dim=dim,
             name=f"{self.architecture}_complex_order",
+            preprocessor=self.shipped_preprocessor(),
             **hyper,
         )
 
@@ -126,7 +135,9 @@ class ComplexOrderMrTask(TextTask):
         """Cross-validate the model and its baselines; keep fold 0's model.
 
         The last fold run is the preset's (fold 0 by default): its weights
-        go into `model` and its vocabulary into `output_dir`.
+        go into `model`, its vocabulary into `output_dir` and into the
+        model's preprocessor; `model` is compiled as the folds' models
+        were (the preset records the loss and metrics).
         """
         texts, labels, _, _ = mr_fold_split(seed=budget["seed"])
         folds = budget.get("folds")
@@ -156,7 +167,8 @@ class ComplexOrderMrTask(TextTask):
                 )
         model(np.zeros((1, self.sequence_length), "int32"))
         model.set_weights(kept.get_weights())
-        self.write_vocabulary(words, output_dir)
+        model.compile(**self.compile_arguments(budget))
+        self.write_vocabulary(words, output_dir, model)
         # The shipped vocabulary must map texts to the ids the fold's model
         # was scored on: the re-measured accuracy is the fold's.
         measured = self.evaluate(model, verbose=0)["test_accuracy"]
@@ -206,16 +218,19 @@ class ComplexOrderMrTask(TextTask):
 import keras_msets
 
 model = keras_msets.zoo.load("{recipe.name}")
-recipe = keras_msets.zoo.load_recipe("{recipe.name}")
-ids = recipe.encode(["a gorgeous , witty , seductive movie ."])
-p = model.predict(ids)  # [batch, 2]: P(negative), P(positive)
+p = model.predict(["a gorgeous , witty , seductive movie .", "dull"])
+# p: [batch, 2], P(negative) and P(positive)
 ```
 
-- Input: int32 token ids `[batch, 40]` (0 = padding, 1 = unknown word),
-  made from raw strings by `recipe.encode` with the vocabulary that ships
-  in the preset folder (`{VOCABULARY_FILE}`, {size:,} entries):
-  lower-cased, split on whitespace (punctuation is a separate token, as in
-  MR), cut or padded to 40 tokens.
+- Input: a list of raw sentences (the preset's `TextPreprocessor`, in
+  `model.preprocessor`: lower-cased, split on whitespace, cut or padded
+  to 40 tokens; no TensorFlow needed), or the int32 token ids
+  `[batch, 40]` it makes (0 = padding). MR is tokenised: write
+  punctuation as separate words (`"witty , seductive"`), as in training.
+  Vocabulary: the training folds' {size:,} most frequent entries
+  (`{VOCABULARY_FILE}`); any other word is id 1 (`[UNK]`), as in
+  training, so a sentence of unknown words only still gets a
+  probability.
 - Output: float32 `[batch, 2]` class probabilities (1 = positive)."""
 
     def training_text(self, recipe, metrics):
@@ -291,3 +306,72 @@ def verdict(cv):
             f"is {rest:.4f}."
         )
     return "\n".join(sentences)
+
+
+def network_text(architecture, glove=False, **hyper):
+    """The card's description of a complex-order classifier's network."""
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(
+            TextClassifier
+        ).parameters.items()
+    }
+    h = dict(defaults, **hyper)
+    dim = h["embedding_dim"] or (GLOVE_DIM if glove else None)
+    dim = dim or DEFAULT_EMBEDDING_DIM[architecture]
+    dropout = h["dropout"]
+    dropout = DEFAULT_DROPOUT[architecture] if dropout is None else dropout
+    sizes = ", ".join(str(k) for k in h["kernel_sizes"][:-1])
+    if architecture == "cnn":
+        body = (
+            f"`ComplexConv1D` with {h['filters']} complex filters of each "
+            f"size {sizes} and {h['kernel_sizes'][-1]} (ReLU on real and "
+            "imaginary parts), masked max over time"
+        )
+    else:
+        layers = "one" if h["num_layers"] == 1 else str(h["num_layers"])
+        body = (
+            f"{layers} `ComplexTransformerEncoder` ({dim} complex units, "
+            f"{h['num_heads']} heads, inner size {h['intermediate_dim']}, "
+            "separate real and imaginary weights), masked mean over "
+            "positions"
+        )
+    start = (
+        "amplitudes start from GloVe 6B 50-d"
+        if glove
+        else "word amplitudes from random values as in the paper"
+    )
+    return (
+        f"Each word is r·exp(i·ω·pos) per dimension, amplitude r and "
+        "frequency ω learned per word and dimension (Eq. 5, no initial "
+        "phase, as in the paper's experiments). Network: embedding "
+        f"dimension {dim} (complex), {body}, dropout {dropout:g}, "
+        f"`ComplexDense(2)` whose moduli are the logits; {start}."
+    )
+
+
+def complex_order_recipe(source, architecture, paper, **hyper):
+    """`(TASK, RECIPE)` of the preset `complex_order_<architecture>_mr`.
+
+    Args:
+        source: the recipe file (`__file__`); its folder holds the
+            shipped vocabulary.
+        architecture: `"cnn"` or `"transformer"`.
+        paper: Wang et al.'s Table 2 (MR) accuracies, by embedding.
+        **hyper: `ComplexOrderMrTask` hyper-parameters (`glove`,
+            `filters`, `embedding_dim`, ...).
+    """
+    task = ComplexOrderMrTask(Path(source).parent, architecture, paper, **hyper)
+    recipe = OptionsRecipe(
+        name=f"complex_order_{architecture}_mr",
+        task=task,
+        build_model=task.build_model,
+        summary=f"A {ARCHITECTURE_NAMES[architecture]} text classifier on "
+        'complex-order word embeddings (Wang et al., "Encoding word order '
+        'in complex embeddings", ICLR 2020) that classifies the polarity '
+        "of a movie-review sentence.",
+        text=network_text(architecture, **hyper),
+        budget_options=(("--folds", {"type": int, "nargs": "+"}),),
+        source=source,
+    )
+    return task, recipe

