@@ -1,5 +1,6 @@
 import keras
 
+from keras_msets.layers._keras_hub import import_keras_hub
 from keras_msets.layers._layer_base import arguments_config
 from keras_msets.layers._word_embedding_utils import TokenEmbeddingLayer
 from keras_msets.layers._word_embedding_utils import array_initializer
@@ -10,18 +11,6 @@ from keras_msets.utils.validation import check_positive_float
 from keras_msets.utils.validation import check_positive_int
 
 POSITIONS = ("learned", "sinusoidal")
-
-
-def _keras_hub():
-    try:
-        import keras_hub
-    except ImportError as e:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "The 'pe' and 'tpe' embeddings use KerasHub's position layers, "
-            f"which could not be imported ({e}). Install them with "
-            "`pip install keras-hub` (or `pip install keras-msets[hub]`)."
-        ) from e
-    return keras_hub
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -131,7 +120,9 @@ class WordPositionEmbedding(TokenEmbeddingLayer):
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        keras_hub = _keras_hub()
+        keras_hub = import_keras_hub(
+            "The 'pe' and 'tpe' embeddings use KerasHub's position layers"
+        )
         if self.position == "learned":
             self.position_embedding = keras_hub.layers.PositionEmbedding(
                 self.sequence_length,

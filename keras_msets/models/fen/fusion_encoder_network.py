@@ -243,35 +243,41 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         pad = (
             self.padded_length if self.padded_length > sequence_length else None
         )
-        self.token_encoder = GroupedMLP(
+
+        def grouped_mlp(name, units, output_activation, **options):
+            """One of the three networks: a `GroupedMLP` (name frozen)."""
+            return GroupedMLP(
+                units,
+                activation=activation,
+                output_activation=output_activation,
+                dtype=self.dtype_policy,
+                name=name,
+                **options,
+            )
+
+        self.token_encoder = grouped_mlp(
+            "token_encoder",
             self.token_encoder_units + [e],
+            encoding_activation,
             num_groups=token_count,
             vocabulary_size=self.vocabulary_size,
             pad_to=pad,
-            activation=activation,
-            output_activation=encoding_activation,
-            dtype=self.dtype_policy,
-            name="token_encoder",
         )
         self.fusion_encoder = None
         if self.segments.depth:
-            self.fusion_encoder = GroupedMLP(
+            self.fusion_encoder = grouped_mlp(
+                "fusion_encoder",
                 self.fusion_encoder_units + [e],
+                encoding_activation,
                 num_groups=fusion_count,
                 input_dim=2 * e,
-                activation=activation,
-                output_activation=encoding_activation,
-                dtype=self.dtype_policy,
-                name="fusion_encoder",
             )
-        self.decoder = GroupedMLP(
+        self.decoder = grouped_mlp(
+            "decoder",
             self.decoder_units + [self.output_dim],
+            output_activation,
             num_groups=decoder_count,
             input_dim=3 * e,
-            activation=activation,
-            output_activation=output_activation,
-            dtype=self.dtype_policy,
-            name="decoder",
         )
         self.count_readout = None
         if self.token_count_loss_weight:
