@@ -153,6 +153,23 @@ def automaton_position_encoding_diagonal_polar_learned():
     return build, inputs
 
 
+@golden_case("automaton_rotary_embedding")
+def automaton_rotary_embedding():
+    from keras_msets import layers
+
+    rng = np.random.default_rng(17)
+    inputs = rng.normal(size=(2, 9, 3, 8)).astype("float32")
+
+    def build():
+        return layers.AutomatonRotaryEmbedding(
+            learn_angles=True,
+            learn_modulus=True,
+            name="rotary",
+        )
+
+    return build, inputs, {"start_index": 1000}
+
+
 @golden_case("complex_order_embedding")
 def complex_order_embedding():
     from keras_msets import layers

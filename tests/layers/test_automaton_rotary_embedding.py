@@ -91,6 +91,12 @@ class AutomatonRotaryEmbeddingTest(testing.TestCase):
         after = keras.ops.convert_to_numpy(layer.frequency)
         self.assertGreater(float(np.max(np.abs(after - before))), 0.0)
 
+    def test_golden(self):
+        # Same weights, same outputs on every backend; `.keras` files saved
+        # on each backend load here.
+        self.assert_golden("automaton_rotary_embedding")
+        self.assert_cross_backend_load("automaton_rotary_embedding")
+
     def test_serialization_keeps_learned_weights(self):
         layer = AutomatonRotaryEmbedding(learn_angles=True)
         x = np.random.default_rng(3).normal(size=(1, 3, 4)).astype("float32")
