@@ -56,6 +56,38 @@ def _disable_tf32():
 
 _disable_tf32()
 
+# JAX's persistent compilation cache: a compiled program is stored under
+# its HLO, so the many tests that build the same small model (and the
+# other xdist worker) load it instead of compiling it again, and a second
+# run of the suite compiles little. `KERAS_MSETS_JAX_CACHE=` (empty)
+# turns it off.
+JAX_CACHE_DIR = os.environ.get(
+    "KERAS_MSETS_JAX_CACHE",
+    os.path.join(os.path.dirname(os.path.dirname(__file__)), ".cache", "jax"),
+)
+
+
+def _enable_jax_compilation_cache():
+    if BACKEND != "jax" or not JAX_CACHE_DIR:
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", JAX_CACHE_DIR)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+_enable_jax_compilation_cache()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "slow: an end-to-end test of several seconds whose check a faster "
+        "test approximates; `make test-fast` leaves it out, `make test` "
+        "runs it",
+    )
+
 
 def pytest_report_header(config):
     return f"keras {keras.__version__}, backend {BACKEND}"

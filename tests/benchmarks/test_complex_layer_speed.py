@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 import keras
+import pytest
 
 from keras_msets.testing import load_script
 
@@ -36,6 +37,7 @@ def _real_params(pair, d, vocab, kernel, inner):
     }[pair]
 
 
+@pytest.mark.slow
 def test_complex_layer_speed_smoke(tmp_path, capsys):
     script = _load_script()
     output = tmp_path / "speed.json"

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from keras_msets.testing import load_script
 
 SCRIPT = (
@@ -12,6 +14,7 @@ SCRIPT = (
 )
 
 
+@pytest.mark.slow
 def test_fen_dyck64_continuation_tiny(tmp_path):
     script = load_script(SCRIPT)
     output = tmp_path / "continuation.json"

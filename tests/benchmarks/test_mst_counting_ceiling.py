@@ -37,6 +37,7 @@ def test_shared_counts_and_corrupt_labels():
         script.corrupt_labels(many, 1.5, 10, rng)
 
 
+@pytest.mark.slow
 def test_ceiling_runs_on_a_tiny_model(tmp_path):
     script = load_script(SCRIPT)
     model = mst.build_counting_model(

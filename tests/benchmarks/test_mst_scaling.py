@@ -6,6 +6,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
 
@@ -16,6 +17,7 @@ def _load_script():
     return load_script(SCRIPT)
 
 
+@pytest.mark.slow
 def test_mst_scaling_smoke(tmp_path, capsys):
     script = _load_script()
     backend = keras.backend.backend()

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
 
@@ -16,6 +17,7 @@ def _load_script():
     return load_script(SCRIPT)
 
 
+@pytest.mark.slow
 def test_position_encodings_smoke(tmp_path):
     script = _load_script()
     results = script.main(["--smoke", "--output-dir", str(tmp_path)])

@@ -632,7 +632,13 @@ class _InterruptAt(keras.callbacks.Callback):
             raise _Interrupt()
 
 
-@pytest.mark.parametrize("accumulate", [None, 2], ids=["plain", "accumulated"])
+# The accumulated run is slow; test_gradient_accumulation_gives_the_whole_
+# batch_update and the plain resume approximate it.
+@pytest.mark.parametrize(
+    "accumulate",
+    [None, pytest.param(2, marks=pytest.mark.slow)],
+    ids=["plain", "accumulated"],
+)
 def test_checkpointed_run_resumes_to_the_uninterrupted_result(
     tmp_path, accumulate
 ):

@@ -7,6 +7,7 @@ themselves, must answer sensibly on data with a known answer.
 """
 
 import numpy as np
+import pytest
 
 import keras_msets
 import keras_msets.estimators  # noqa: F401 (keras_msets.estimators.*)
@@ -17,6 +18,7 @@ from keras_msets.training.tasks import mst
 SEED = mst.TEST_SEED + 5000
 
 
+@pytest.mark.slow
 def test_two_sample_preset_matches_its_card_on_fresh_pairs():
     card = zoo.info("mst_two_sample")["metrics"]
     task = zoo.load_recipe("mst_two_sample").RECIPE.task
@@ -28,6 +30,7 @@ def test_two_sample_preset_matches_its_card_on_fresh_pairs():
     assert metrics["accuracy"] > 0.6, metrics  # chance is 0.5
 
 
+@pytest.mark.slow
 def test_same_distribution_probability_separates_same_from_shifted():
     rng = np.random.default_rng(0)
     same, shifted = [], []
@@ -64,6 +67,7 @@ def test_kl_divergence_grows_with_the_shift_between_two_gaussians():
     assert means[0] < 0.3 and means[0] < means[1] < means[2], means
 
 
+@pytest.mark.slow
 def test_count_shared_digits_preset_matches_its_card_on_fresh_pairs():
     card = zoo.info("mst_count_shared_digits")["metrics"]
     task = zoo.load_recipe("mst_count_shared_digits").RECIPE.task
@@ -74,6 +78,7 @@ def test_count_shared_digits_preset_matches_its_card_on_fresh_pairs():
     assert abs(metrics["l1"] - card["l1"]) <= 0.12, (metrics, card)
 
 
+@pytest.mark.slow
 def test_mutual_information_preset_matches_its_card_and_beats_ksg():
     card = zoo.info("mst_mutual_information")["metrics"]
     metrics = mst.evaluate_mutual_information(
@@ -120,6 +125,7 @@ def test_mutual_information_grows_with_the_correlation():
     assert abs(means[2] - 8.30) < 0.3 * 8.30, means
 
 
+@pytest.mark.slow
 def test_joint_mutual_information_preset_matches_its_card():
     name = "mst_mutual_information_joint"
     card = zoo.info(name)["metrics"]
@@ -144,6 +150,7 @@ def test_joint_mutual_information_preset_matches_its_card():
     assert metrics["mae_d8"] < 0.5 * metrics["ksg_mae_d8"], metrics
 
 
+@pytest.mark.slow
 def test_default_mutual_information_at_d_2_follows_the_correlation():
     # d = 2 goes to the joint preset (the split one has not learned d = 2).
     # True MI: -log(1 - rho^2) = 0, 0.288 and 1.661 nats.
@@ -161,6 +168,7 @@ def test_default_mutual_information_at_d_2_follows_the_correlation():
     assert abs(means[1] - 0.288) < 0.15 and abs(means[2] - 1.661) < 0.3, means
 
 
+@pytest.mark.slow
 def test_low_d_kl_preset_matches_its_card_and_beats_the_general_one():
     name = "mst_kl_divergence_low_d"
     card = zoo.info(name)["metrics"]

@@ -340,6 +340,7 @@ def test_two_sample_recipe_end_to_end(tmp_path, monkeypatch):
         zoo.evaluate(recipe.name, update_card=True)
 
 
+@pytest.mark.slow
 def test_a_recipe_continues_a_saved_preset(tmp_path):
     recipe = _tiny("mst_two_sample")
     tiny = dict(batch_size=4, verbose=0)
@@ -391,6 +392,7 @@ def test_a_recipe_continues_a_saved_preset(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_a_model_for_every_d_records_no_d_and_its_card_every_rate(
     tmp_path, monkeypatch
 ):
@@ -459,6 +461,7 @@ def test_fine_tuned_recipes_start_from_the_kl_preset(name):
         np.testing.assert_array_equal(mine, theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, dims",
     [

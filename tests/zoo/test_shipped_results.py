@@ -20,6 +20,7 @@ TARGETS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_preset_reaches_its_target_on_fresh_data(name):
     task, low, high = TARGETS[name]

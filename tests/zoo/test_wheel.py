@@ -81,6 +81,7 @@ def wheel(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_wheel_ships_presets_and_loads_offline(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run(
