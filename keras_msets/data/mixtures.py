@@ -37,6 +37,7 @@ __all__ = [
     "gaussian_mutual_information",
     "kl_divergence_pairs",
     "mutual_information_sets",
+    "pad_sets",
     "random_gaussian_mixture",
     "sample_lkj_correlation",
     "two_sample_pairs",
@@ -53,21 +54,33 @@ _PERMUTATION_STREAM = 2
 MI_MODES = ("split", "joint_vs_product")
 
 
-def _check_pad_to(pad_to, set_size):
+def _check_sets(num, dim, seed, set_size, pad_to, whiten=False):
+    """The checked `(num, dim, seed, set_size, pad_to)` of a generator of
+    padded pairs (`pad_to=None`: `set_size[1]`)."""
+    num = check_positive_int("num", num)
+    dim = check_positive_int("dim", dim)
+    seed = check_non_negative_int("seed", seed)
+    set_size = check_int_range("set_size", set_size, low=1)
     if pad_to is None:
-        return set_size[1]
-    if not is_int(pad_to) or pad_to < set_size[1]:
+        pad_to = set_size[1]
+    elif not is_int(pad_to) or pad_to < set_size[1]:
         raise ValueError(
             "`pad_to` must be None or an integer >= the largest set size "
             f"({set_size[1]}). Received: pad_to={pad_to!r}"
         )
-    return int(pad_to)
+    if whiten and 2 * set_size[0] < dim + 1:
+        raise ValueError(
+            "Whitening needs at least d + 1 points in the union of the two "
+            f"sets: `set_size[0]` must be >= {(dim + 2) // 2} for dim={dim}. "
+            f"Received: set_size={set_size}"
+        )
+    return num, dim, seed, set_size, int(pad_to)
 
 
-def _pad(sets, width):
-    """Stacks `[n_i, d]` arrays into float32 `[num, width, d]` + mask."""
-    dim = sets[0].shape[1]
-    padded = np.zeros((len(sets), width, dim), dtype=np.float32)
+def pad_sets(sets, width, dtype=np.float32):
+    """Stacks `[n_i, d]` arrays into `[num, width, d]` (zeros after each
+    set) and a boolean mask `[num, width]` (True = real element)."""
+    padded = np.zeros((len(sets), width, sets[0].shape[1]), dtype=dtype)
     mask = np.zeros((len(sets), width), dtype=bool)
     for i, values in enumerate(sets):
         padded[i, : len(values)] = values
@@ -75,11 +88,22 @@ def _pad(sets, width):
     return padded, mask
 
 
-def _pad_float64(sets, width):
-    padded = np.zeros((len(sets), width, sets[0].shape[1]))
-    for i, values in enumerate(sets):
-        padded[i, : len(values)] = values
-    return padded
+def _padded_pairs(xs, ys, width, whiten=False):
+    """`((x, y, x_mask, y_mask), whitening)`: the sets padded to `width`,
+    float32, whitened jointly if `whiten` (from the float64 draws, not the
+    float32 copies; `whitening` is then `(means, matrices)`, else None)."""
+    x, x_mask = pad_sets(xs, width)
+    y, y_mask = pad_sets(ys, width)
+    if not whiten:
+        return (x, y, x_mask, y_mask), None
+    x64, y64, means, matrices = whiten_sets(
+        pad_sets(xs, width, np.float64)[0],
+        pad_sets(ys, width, np.float64)[0],
+        x_mask,
+        y_mask,
+    )
+    x, y = x64.astype(np.float32), y64.astype(np.float32)
+    return (x, y, x_mask, y_mask), (means, matrices)
 
 
 def whiten_sets(x, y, x_mask=None, y_mask=None):
@@ -228,18 +252,10 @@ def kl_divergence_pairs(
     x.shape, x_mask.shape, kl.shape  # (8, 150, 2), (8, 150), (8, 1)
     ```
     """
-    num = check_positive_int("num", num)
-    dim = check_positive_int("dim", dim)
-    seed = check_non_negative_int("seed", seed)
-    set_size = check_int_range("set_size", set_size, low=1)
+    num, dim, seed, set_size, pad_to = _check_sets(
+        num, dim, seed, set_size, pad_to, whiten
+    )
     mc_samples = check_positive_int("mc_samples", mc_samples, allow_none=True)
-    pad_to = _check_pad_to(pad_to, set_size)
-    if whiten and 2 * set_size[0] < dim + 1:
-        raise ValueError(
-            "Whitening needs at least d + 1 points in the union of the two "
-            f"sets: `set_size[0]` must be >= {(dim + 2) // 2} for dim={dim}. "
-            f"Received: set_size={set_size}"
-        )
     kwargs = _mixture_kwargs(num_components, eta, scale_sigma, mean_range)
     rng = np.random.default_rng(seed)
     mc_rng = np.random.default_rng([seed, _MC_STREAM])
@@ -257,18 +273,11 @@ def kl_divergence_pairs(
         ys.append(y)
         ps.append(p)
         qs.append(q)
-    x, x_mask = _pad(xs, pad_to)
-    y, y_mask = _pad(ys, pad_to)
+    sets, whitening = _padded_pairs(xs, ys, pad_to, whiten)
     params = {"p": ps, "q": qs}
     if whiten:
-        # Whiten the float64 draws, not the float32 copies.
-        x64, y64, means, matrices = whiten_sets(
-            _pad_float64(xs, pad_to), _pad_float64(ys, pad_to), x_mask, y_mask
-        )
-        x = x64.astype(np.float32)
-        y = y64.astype(np.float32)
-        params["whitening"] = (means, matrices)
-    outputs = ((x, y, x_mask, y_mask), labels.astype(np.float32))
+        params["whitening"] = whitening
+    outputs = (sets, labels.astype(np.float32))
     return outputs + (params,) if return_params else outputs
 
 
@@ -351,11 +360,9 @@ def mutual_information_sets(
         (here `x_mask == y_mask`), `labels` float32 `[num, 1]` the exact
         mutual information in nats; plus `rho` when `return_params`.
     """
-    num = check_positive_int("num", num)
-    dim = check_positive_int("dim", dim)
-    seed = check_non_negative_int("seed", seed)
-    set_size = check_int_range("set_size", set_size, low=1)
-    pad_to = _check_pad_to(pad_to, set_size)
+    num, dim, seed, set_size, pad_to = _check_sets(
+        num, dim, seed, set_size, pad_to
+    )
     check_choice("mode", mode, MI_MODES)
     max_abs_rho = check_float(
         "max_abs_rho",
@@ -394,10 +401,9 @@ def mutual_information_sets(
             )
         xs.append(x)
         ys.append(y)
-    x, x_mask = _pad(xs, pad_to)
-    y, y_mask = _pad(ys, pad_to)
+    sets, _ = _padded_pairs(xs, ys, pad_to)
     labels = gaussian_mutual_information(rhos, dim)[:, None]
-    outputs = ((x, y, x_mask, y_mask), labels.astype(np.float32))
+    outputs = (sets, labels.astype(np.float32))
     return outputs + (rhos,) if return_params else outputs
 
 
@@ -445,18 +451,10 @@ def two_sample_pairs(
         `labels` float32 `[num, 1]`: 1.0 = same distribution, 0.0 =
         different.
     """
-    num = check_positive_int("num", num)
-    dim = check_positive_int("dim", dim)
-    seed = check_non_negative_int("seed", seed)
-    set_size = check_int_range("set_size", set_size, low=1)
-    pad_to = _check_pad_to(pad_to, set_size)
+    num, dim, seed, set_size, pad_to = _check_sets(
+        num, dim, seed, set_size, pad_to, whiten
+    )
     same_probability = check_fraction("same_probability", same_probability)
-    if whiten and 2 * set_size[0] < dim + 1:
-        raise ValueError(
-            "Whitening needs at least d + 1 points in the union of the two "
-            f"sets: `set_size[0]` must be >= {(dim + 2) // 2} for dim={dim}. "
-            f"Received: set_size={set_size}"
-        )
     kwargs = _mixture_kwargs(num_components, eta, scale_sigma, mean_range)
     rng = np.random.default_rng(seed)
     xs, ys, ps, qs = [], [], [], []
@@ -472,11 +470,6 @@ def two_sample_pairs(
         ps.append(p)
         qs.append(q)
         labels[i, 0] = float(same)
-    x, x_mask = _pad(xs, pad_to)
-    y, y_mask = _pad(ys, pad_to)
-    if whiten:
-        x64, y64 = _pad_float64(xs, pad_to), _pad_float64(ys, pad_to)
-        x64, y64, _, _ = whiten_sets(x64, y64, x_mask, y_mask)
-        x, y = x64.astype(np.float32), y64.astype(np.float32)
-    outputs = ((x, y, x_mask, y_mask), labels)
+    sets, _ = _padded_pairs(xs, ys, pad_to, whiten)
+    outputs = (sets, labels)
     return outputs + ({"p": ps, "q": qs},) if return_params else outputs

@@ -15,7 +15,9 @@ import keras
 import numpy as np
 
 from keras_msets import zoo
-from keras_msets.estimators.out_of_distribution import _warn_once
+from keras_msets.data.mixtures import pad_sets
+from keras_msets.training.tasks import set_task
+from keras_msets.utils.validation import check_positive_int
 
 # Each set needs this many points more than its dimension: `d + 1` points
 # make a set's covariance non-singular, which whitening (of the union)
@@ -183,27 +185,13 @@ def _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator):
                     f"(d = {d}){where}. Received: {name}.shape="
                     f"{values.shape}"
                 )
-    sizes = [len(s) for s in x_sets + y_sets]
-    low, high = spec.set_size
-    if min(sizes) < low or max(sizes) > high:
-        _warn_once(
-            (str(spec.preset), "set_size"),
-            f"`{estimator}`: the model was trained on sets of {low}-{high} "
-            f"points; these have {min(sizes)}-{max(sizes)}, so the "
-            "estimate may be less accurate. (This warning is given once "
-            "per process and preset.)",
-            stacklevel=4,
-        )
+    # Set sizes outside the trained ones: `_warn_set_size`, called by
+    # `_estimate` (it knows whether the model is the preset itself).
 
 
 def _pad(sets, width):
-    d = sets[0].shape[1]
-    padded = np.zeros((len(sets), width, d))
-    mask = np.zeros((len(sets), width), bool)
-    for i, values in enumerate(sets):
-        padded[i, : len(values)] = values
-        mask[i, : len(values)] = True
-    return padded, mask
+    """float64 `[num, width, d]` and the mask (`mixtures.pad_sets`)."""
+    return pad_sets(sets, width, np.float64)
 
 
 def _round_up(value, multiple):
@@ -213,35 +201,19 @@ def _round_up(value, multiple):
 def predict_prepared(model, x, y, x_mask, y_mask):
     """The model's first output for prepared (preprocessed) padded pairs.
 
-    Runs one `predict_on_batch` call; the batch is filled up to the next
-    power of two with copies of the first pair (fewer distinct shapes,
-    fewer compilations) and those rows are dropped again.
+    `keras_msets.training.tasks.set_task.predict_prepared` (one
+    `predict_on_batch` call on a batch filled up to a power of two),
+    serialized with every other call of the shared models.
 
     Returns:
         float64 `[batch]`.
     """
-    batch = x.shape[0]
-    size = 1 << max(batch - 1, 0).bit_length()
-    if size > batch:
-        fill = np.zeros(size - batch, dtype=np.int64)
-        x, y, x_mask, y_mask = (
-            np.concatenate([a, a[fill]]) for a in (x, y, x_mask, y_mask)
-        )
-    inputs = {"sets": (x, y), "masks": (x_mask, y_mask)}
     with _MODEL_LOCK:
-        out = model.predict_on_batch(inputs)
-    return np.asarray(out, dtype=np.float64).reshape(size, -1)[:batch, 0]
+        return set_task.predict_prepared(model, x, y, x_mask, y_mask)
 
 
 def _positive_int(value, name):
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(
-        value, bool
-    )
-    if not is_int or value < 1:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-    return int(value)
+    return check_positive_int(name, value)
 
 
 def _rescaled(x, y):

@@ -86,6 +86,20 @@ def _check_samples(name, value):
     return array
 
 
+def _check_pair(k, x, y, axis, what):
+    """`(k, x, y)` checked; `x` and `y` must agree along `axis` (`what`
+    names that length in the error)."""
+    k = _check_k(k)
+    x = _check_samples("x", x)
+    y = _check_samples("y", y)
+    if x.shape[axis] != y.shape[axis]:
+        raise ValueError(
+            f"`x` and `y` must have the same {what}. "
+            f"Received: x.shape={x.shape}, y.shape={y.shape}"
+        )
+    return k, x, y
+
+
 def _kth_positive_distance(tree, points, k, exclude_self):
     """Distance from each point to its k-th neighbour at a positive distance.
 
@@ -169,14 +183,7 @@ def knn_kl_divergence(x, y, k=1):
           Information Theory 55(5), 2009.
     """
     cKDTree, digamma = _scipy()
-    k = _check_k(k)
-    x = _check_samples("x", x)
-    y = _check_samples("y", y)
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(
-            "`x` and `y` must have the same dimension (number of columns). "
-            f"Received: x.shape={x.shape}, y.shape={y.shape}"
-        )
+    k, x, y = _check_pair(k, x, y, 1, "dimension (number of columns)")
     n, d = x.shape
     m = y.shape[0]
     if n < k + 1:
@@ -256,14 +263,7 @@ def ksg_mutual_information(x, y, k=3):
           Physical Review E 69, 066138, 2004.
     """
     cKDTree, digamma = _scipy()
-    k = _check_k(k)
-    x = _check_samples("x", x)
-    y = _check_samples("y", y)
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(
-            "`x` and `y` must have the same number of rows (paired "
-            f"samples). Received: x.shape={x.shape}, y.shape={y.shape}"
-        )
+    k, x, y = _check_pair(k, x, y, 0, "number of rows (paired samples)")
     num = x.shape[0]
     if num < k + 1:
         raise ValueError(

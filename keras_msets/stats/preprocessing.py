@@ -189,10 +189,8 @@ def preprocess(preprocessing, x, y, x_mask=None, y_mask=None):
             (`whiten_pairs(..., sign="third_moment")`) or `"standardize"`
             (`standardize_pairs`), or an object with that name as its
             `preprocessing` attribute (an estimator's spec).
-        x: float `[batch, n_max, d]`.
-        y: float `[batch, m_max, d]`.
-        x_mask: boolean `[batch, n_max]`; None: all points are real.
-        y_mask: boolean `[batch, m_max]`; None: all points are real.
+        x, y, x_mask, y_mask: the padded pairs and their masks, as
+            `standardize_pairs` takes them.
 
     Returns:
         `(x, y)`, float32 of the input shapes.

@@ -30,6 +30,20 @@ def fail(name, value, expected):
     raise ValueError(f"`{name}` must be {expected}. Received: {name}={value!r}")
 
 
+def _bounded(noun, low, high, low_inclusive=True, high_inclusive=True):
+    """`noun` with its bounds in words: "an integer in [0, 5]", "a number
+    > 0"; `noun` alone without bounds."""
+    if low is not None and high is not None:
+        left = "[" if low_inclusive else "("
+        right = "]" if high_inclusive else ")"
+        return f"{noun} in {left}{low}, {high}{right}"
+    if low is not None:
+        return f"{noun} {'>=' if low_inclusive else '>'} {low}"
+    if high is not None:
+        return f"{noun} {'<=' if high_inclusive else '<'} {high}"
+    return noun
+
+
 def check_int(name, value, low=None, high=None, allow_none=False):
     """An integer with `low <= value <= high` (either bound may be None)."""
     if value is None and allow_none:
@@ -39,21 +53,11 @@ def check_int(name, value, low=None, high=None, allow_none=False):
         or (low is not None and value < low)
         or (high is not None and value > high)
     ):
-        if low == 1 and high is None:
-            expected = "a positive integer"
-        elif low == 0 and high is None:
-            expected = "a non-negative integer"
-        elif low is not None and high is not None:
-            expected = f"an integer in [{low}, {high}]"
-        elif low is not None:
-            expected = f"an integer >= {low}"
-        elif high is not None:
-            expected = f"an integer <= {high}"
+        if low in (0, 1) and high is None:
+            expected = f"a {'positive' if low else 'non-negative'} integer"
         else:
-            expected = "an integer"
-        if allow_none:
-            expected += " or None"
-        fail(name, value, expected)
+            expected = _bounded("an integer", low, high)
+        fail(name, value, expected + (" or None" if allow_none else ""))
     return int(value)
 
 
@@ -88,19 +92,13 @@ def check_float(
         if low == 0 and high is None:
             sign = "non-negative" if low_inclusive else "positive"
             expected = f"a {sign} number"
-        elif low is not None and high is not None:
-            left = "[" if low_inclusive else "("
-            right = "]" if high_inclusive else ")"
-            expected = f"a number in {left}{low}, {high}{right}"
-        elif low is not None:
-            expected = f"a number {'>=' if low_inclusive else '>'} {low}"
-        elif high is not None:
-            expected = f"a number {'<=' if high_inclusive else '<'} {high}"
-        else:
+        elif low is None and high is None:
             expected = "a finite number"
-        if allow_none:
-            expected += " or None"
-        fail(name, value, expected)
+        else:
+            expected = _bounded(
+                "a number", low, high, low_inclusive, high_inclusive
+            )
+        fail(name, value, expected + (" or None" if allow_none else ""))
     return float(value)
 
 

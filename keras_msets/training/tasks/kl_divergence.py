@@ -22,12 +22,12 @@ from keras_msets.stats import classical
 from keras_msets.training import card
 from keras_msets.training.tasks.set_task import TEST_SEED
 from keras_msets.training.tasks.set_task import SetTask
-from keras_msets.training.tasks.set_task import compared_text
 from keras_msets.training.tasks.set_task import dims_text
+from keras_msets.training.tasks.set_task import markdown_table
 from keras_msets.training.tasks.set_task import predict_sets
 from keras_msets.training.tasks.set_task import print_metrics
 from keras_msets.training.tasks.set_task import read_pairs
-from keras_msets.training.tasks.set_task import unlearned_text
+from keras_msets.training.tasks.set_task import verdict_text
 
 # Table 1 of the paper, Multi-Set-Transformer-Equi and k-NN.
 PAPER_KL_MAE = {2: 0.0726, 4: 0.1917, 8: 0.8002, 16: 4.7000}
@@ -71,21 +71,10 @@ class KLDivergence(SetTask):
         self.gaussian_kls = tuple(gaussian_kls)
         self.reference = reference
 
-    def make_batch(self, batch_size, dim, seed, set_size=None):
-        raw, targets = mixtures.kl_divergence_pairs(
-            batch_size,
-            dim,
-            seed=seed,
-            set_size=tuple(set_size or self.set_size),
-            whiten=False,
+    def pairs(self, num, dim, seed, set_size):
+        return mixtures.kl_divergence_pairs(
+            num, dim, seed=seed, set_size=set_size, whiten=False
         )
-        return self.prepare(raw), targets
-
-    def test_set(self, num, dim=None, seed=TEST_SEED):
-        raw, targets = mixtures.kl_divergence_pairs(
-            num, dim, seed=seed + dim, set_size=self.set_size, whiten=False
-        )
-        return raw, self.prepare(raw), targets
 
     def data_description(self, budget=None):
         text = (
@@ -212,11 +201,7 @@ class KLDivergence(SetTask):
 
     def use_text(self, recipe):
         span = dims_text(self.dims)
-        route = (
-            "not by default"
-            if self.default_dims is None
-            else f"d = {self.default_dims[0]}..{self.default_dims[1]} use this"
-        )
+        route = self.route_text()
         return f"""```python
 import keras_msets
 from keras_msets.estimators import pretrained
@@ -248,7 +233,7 @@ model = keras_msets.zoo.load("{recipe.name}")  # the raw model
             " k-NN (same pairs) | paper, Equi (Table 1) | paper, k-NN | "
             "best constant | mean true KL |"
         )
-        rows = [header, "|" + "---|" * header.count(" |")]
+        rows = []
         for d in dims:
             paper = PAPER_KL_MAE.get(d)
             paper_knn = PAPER_KNN_KL_MAE.get(d)
@@ -264,13 +249,10 @@ model = keras_msets.zoo.load("{recipe.name}")  # the raw model
                 f" {metrics[f'mean_label_d{d}']:.3f} |"
             )
             rows.append(row)
-        verdict = "It is " + compared_text(metrics, dims, "knn", "k-NN")
+        comparisons = [("knn", "k-NN")]
         if reference:
-            verdict += "; it is " + compared_text(
-                metrics, dims, "general", f"`{reference}`"
-            )
-        verdict += "." + unlearned_text(metrics, dims)
-        table = "\n".join(rows)
+            comparisons.append(("general", f"`{reference}`"))
+        verdict = verdict_text(metrics, dims, *comparisons)
         kls = ", ".join(f"{kl:g}" for kl in self.gaussian_kls)
         return f"""Fresh test pairs never seen in training ({
             self.test_size:,} per dimension,
@@ -281,7 +263,7 @@ measured on the same whitened sets in the same run{
         }. "Best constant" is the error of always answering the median test
 label of that d: a model that ignored its input could not do better.
 
-{table}
+{markdown_table(header, rows)}
 
 {verdict}
 

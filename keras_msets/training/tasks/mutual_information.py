@@ -29,12 +29,12 @@ from keras_msets.stats import preprocessing
 from keras_msets.training import card
 from keras_msets.training.tasks.set_task import TEST_SEED
 from keras_msets.training.tasks.set_task import SetTask
-from keras_msets.training.tasks.set_task import compared_text
 from keras_msets.training.tasks.set_task import dims_text
+from keras_msets.training.tasks.set_task import markdown_table
 from keras_msets.training.tasks.set_task import predict_sets
 from keras_msets.training.tasks.set_task import print_metrics
 from keras_msets.training.tasks.set_task import read_pairs
-from keras_msets.training.tasks.set_task import unlearned_text
+from keras_msets.training.tasks.set_task import verdict_text
 
 
 class MutualInformation(SetTask):
@@ -61,21 +61,10 @@ class MutualInformation(SetTask):
     ):
         super().__init__(dims, test_dims, test_size, default_dims)
 
-    def make_batch(self, batch_size, dim, seed, set_size=None):
-        raw, targets = mixtures.mutual_information_sets(
-            batch_size,
-            dim,
-            seed=seed,
-            set_size=tuple(set_size or self.set_size),
-            mode=self.mode,
+    def pairs(self, num, dim, seed, set_size):
+        return mixtures.mutual_information_sets(
+            num, dim, seed=seed, set_size=set_size, mode=self.mode
         )
-        return self.prepare(raw), targets
-
-    def test_set(self, num, dim=None, seed=TEST_SEED):
-        raw, targets = mixtures.mutual_information_sets(
-            num, dim, seed=seed + dim, set_size=self.set_size, mode=self.mode
-        )
-        return raw, self.prepare(raw), targets
 
     def data_description(self, budget=None):
         return (
@@ -121,11 +110,7 @@ class MutualInformation(SetTask):
         return metrics
 
     def use_text(self, recipe):
-        route = (
-            "not by default"
-            if self.default_dims is None
-            else f"d = {self.default_dims[0]}..{self.default_dims[1]} use this"
-        )
+        route = self.route_text()
         rows = "at least 2d + 1 rows" if self.joint else "at least d + 1 rows"
         return f"""```python
 import keras_msets
@@ -170,7 +155,7 @@ model = keras_msets.zoo.load("{recipe.name}")  # the raw model
         if split:
             header += f" `{split}` (same pairs) |"
         header += " best constant |"
-        rows = [header, "|" + "---|" * header.count(" |")]
+        rows = []
         for d in dims:
             row = f"| {d} | {metrics[f'mae_d{d}']:.4f} |"
             if permutations:
@@ -186,13 +171,10 @@ model = keras_msets.zoo.load("{recipe.name}")  # the raw model
                 )
             row += f" {metrics[f'median_mae_d{d}']:.4f} |"
             rows.append(row)
-        verdict = "It is " + compared_text(metrics, dims, "ksg", "KSG")
+        comparisons = [("ksg", "KSG")]
         if split:
-            verdict += "; it is " + compared_text(
-                metrics, dims, "split", f"`{split}`"
-            )
-        verdict += "." + unlearned_text(metrics, dims)
-        table = "\n".join(rows)
+            comparisons.append(("split", f"`{split}`"))
+        verdict = verdict_text(metrics, dims, *comparisons)
         return f"""Fresh test pairs never seen in training ({
             self.test_size:,} per dimension,
 `rho` uniform in [-0.999, 0.999], generator seed 2**32 + d), mean
@@ -203,7 +185,7 @@ the paired rows of the same samples, in the same run.{
 worse than KSG at d = 2 and "almost indistinguishable from the ground
 truth" at d = 10 and 20).
 
-{table}
+{markdown_table(header, rows)}
 
 {verdict}"""
 

@@ -71,6 +71,41 @@ def build_model(task_name, **overrides):
     )
 
 
+def _conv(filters, name, size=3, strides=1):
+    return keras.layers.Conv2D(
+        filters,
+        size,
+        strides=strides,
+        padding="same",
+        activation="relu",
+        name=name,
+    )
+
+
+def _conv_blocks(filters, parts):
+    """Per entry `f` of `filters`: one 3x3 convolution of `f` filters per
+    name suffix in `parts`, then a 2x2 max pool."""
+    layers = []
+    for i, f in enumerate(filters):
+        layers += [_conv(f, f"conv_{i}{part}") for part in parts]
+        layers.append(keras.layers.MaxPooling2D(name=f"pool_{i}"))
+    return layers
+
+
+def _encoder(image_shape, layers, latent_dim, name):
+    """`layers` after an `Input`, then flattened and projected linearly to
+    `latent_dim`."""
+    return keras.Sequential(
+        [
+            keras.layers.Input(image_shape),
+            *layers,
+            keras.layers.Flatten(name="flatten"),
+            keras.layers.Dense(latent_dim, name="projection"),
+        ],
+        name=name,
+    )
+
+
 def build_image_encoder(
     image_shape=(8, 8, 1), latent_dim=128, filters=(32, 64), name="encoder"
 ):
@@ -79,19 +114,8 @@ def build_image_encoder(
     3x3 convolutions of 32 and 64 filters, each followed by a 2x2 max
     pool, then a linear projection to `latent_dim`.
     """
-    layers = [keras.layers.Input(image_shape)]
-    for i, f in enumerate(filters):
-        layers += [
-            keras.layers.Conv2D(
-                f, 3, padding="same", activation="relu", name=f"conv_{i}"
-            ),
-            keras.layers.MaxPooling2D(name=f"pool_{i}"),
-        ]
-    layers += [
-        keras.layers.Flatten(name="flatten"),
-        keras.layers.Dense(latent_dim, name="projection"),
-    ]
-    return keras.Sequential(layers, name=name)
+    layers = _conv_blocks(filters, parts=("",))
+    return _encoder(image_shape, layers, latent_dim, name)
 
 
 def build_omniglot_encoder(
@@ -109,33 +133,10 @@ def build_omniglot_encoder(
     image to 14x14, then 7x7, 3x3 and 1x1.
     """
     layers = [
-        keras.layers.Input(image_shape),
-        keras.layers.Conv2D(
-            filters[0],
-            7,
-            strides=2,
-            padding="same",
-            activation="relu",
-            name="conv_in",
-        ),
+        _conv(filters[0], "conv_in", size=7, strides=2),
+        *_conv_blocks(filters[1:], parts=("a", "b")),
     ]
-    for i, f in enumerate(filters[1:]):
-        for part in ("a", "b"):
-            layers.append(
-                keras.layers.Conv2D(
-                    f,
-                    3,
-                    padding="same",
-                    activation="relu",
-                    name=f"conv_{i}{part}",
-                )
-            )
-        layers.append(keras.layers.MaxPooling2D(name=f"pool_{i}"))
-    layers += [
-        keras.layers.Flatten(name="flatten"),
-        keras.layers.Dense(latent_dim, name="projection"),
-    ]
-    return keras.Sequential(layers, name=name)
+    return _encoder(image_shape, layers, latent_dim, name)
 
 
 def build_counting_model(

@@ -18,6 +18,7 @@ import textwrap
 import keras
 import numpy as np
 
+from keras_msets.data import mixtures
 from keras_msets.stats import preprocessing
 from keras_msets.training import set_batches
 from keras_msets.training.task import Task
@@ -73,12 +74,7 @@ def predict_sets(model, inputs, batch_size, clip=True):
 
 def _pad(sets, multiple=_PAD_MULTIPLE):
     width = -(-max(len(s) for s in sets) // multiple) * multiple
-    padded = np.zeros((len(sets), width, sets[0].shape[1]))
-    mask = np.zeros((len(sets), width), bool)
-    for i, values in enumerate(sets):
-        padded[i, : len(values)] = values
-        mask[i, : len(values)] = True
-    return padded, mask
+    return mixtures.pad_sets(sets, width, np.float64)
 
 
 def read_pairs(model, x_sets, y_sets, prepare, batch_size=64, symmetric=False):
@@ -127,8 +123,8 @@ def dims_text(dims):
 class SetTask(Task):
     """A task on pairs of padded sets, trained on fresh batches.
 
-    Subclasses set the class attributes below and implement `make_batch`
-    and `test_set` (and `evaluate`, `card_sections`).
+    Subclasses set the class attributes below and implement `pairs` (or
+    `make_batch` and `test_set`), `evaluate` and `card_sections`.
 
     Attributes:
         name: the preset metadata's `"task"`.
@@ -197,13 +193,24 @@ class SetTask(Task):
 
     # -- data -------------------------------------------------------------
 
-    def make_batch(self, batch_size, dim, seed, set_size=None):
-        """One training batch `(inputs, targets)`, targets `[batch, 1]`."""
+    def pairs(self, num, dim, seed, set_size):
+        """`(raw, targets)`: `num` raw pairs `(x, y, x_mask, y_mask)` in
+        dimension `dim` from the task's generator, targets `[num, 1]`."""
         raise NotImplementedError
 
+    def make_batch(self, batch_size, dim, seed, set_size=None):
+        """One training batch `(inputs, targets)`, targets `[batch, 1]`."""
+        raw, targets = self.pairs(
+            batch_size, dim, seed, tuple(set_size or self.set_size)
+        )
+        return self.prepare(raw), targets
+
     def test_set(self, num, dim=None, seed=TEST_SEED):
-        """`(raw, inputs, targets)` of the fixed test set (seed + dim)."""
-        raise NotImplementedError
+        """`(raw, inputs, targets)` of the fixed test set in `dim` (None:
+        the first training dimension), drawn with seed `seed + dim`."""
+        dim = dim or self.dims[0]
+        raw, targets = self.pairs(num, dim, seed + dim, tuple(self.set_size))
+        return raw, self.prepare(raw), targets
 
     def prepare(self, raw):
         """Model inputs from the generator's `(x, y, x_mask, y_mask)`."""
@@ -258,6 +265,13 @@ class SetTask(Task):
             checkpoint_dir=budget.get("checkpoint_dir"),
             checkpoint_steps=budget.get("checkpoint_steps"),
         )
+
+    def route_text(self):
+        """What the default estimator does with this preset, in words."""
+        if self.default_dims is None:
+            return "not by default"
+        low, high = self.default_dims
+        return f"d = {low}..{high} use this"
 
     def serves(self):
         if self.estimator is None:
@@ -403,6 +417,21 @@ def unlearned_text(metrics, dims):
         "test label): it has not learned to read its input there, and its "
         "answers should not be used."
     )
+
+
+def markdown_table(header, rows):
+    """A markdown table: the `header` line, its rule, then `rows`."""
+    return "\n".join([header, "|" + "---|" * header.count(" |"), *rows])
+
+
+def verdict_text(metrics, dims, *comparisons):
+    """The card's verdict under the table: "It is below ... ; it is ...",
+    one `compared_text` per `(key, what)` of `comparisons`, then
+    `unlearned_text`."""
+    compared = "; it is ".join(
+        compared_text(metrics, dims, key, what) for key, what in comparisons
+    )
+    return f"It is {compared}." + unlearned_text(metrics, dims)
 
 
 def compared_text(metrics, dims, key, what):

@@ -54,21 +54,8 @@ class TwoSample(SetTask):
         super().__init__(dims, dims, test_size, default_dims)
         self.target = target
 
-    def make_batch(self, batch_size, dim, seed, set_size=None):
-        raw, targets = mixtures.two_sample_pairs(
-            batch_size,
-            dim,
-            seed=seed,
-            set_size=tuple(set_size or self.set_size),
-        )
-        return self.prepare(raw), targets
-
-    def test_set(self, num, dim=None, seed=TEST_SEED):
-        dim = dim or self.dims[0]
-        raw, targets = mixtures.two_sample_pairs(
-            num, dim, seed=seed + dim, set_size=self.set_size
-        )
-        return raw, self.prepare(raw), targets
+    def pairs(self, num, dim, seed, set_size):
+        return mixtures.two_sample_pairs(num, dim, seed=seed, set_size=set_size)
 
     def data_description(self, budget=None):
         return (
