@@ -34,6 +34,7 @@ def test_there_are_tutorials():
     assert TUTORIALS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
 def test_tutorial_runs_in_smoke_mode(path, tmp_path):
     result = _run(path, tmp_path)
