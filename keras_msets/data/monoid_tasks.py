@@ -98,6 +98,33 @@ def _uniform_tokens(num, length, seed, num_tokens):
     return rng.integers(1, num_tokens + 1, size=(num, length), dtype=np.int32)
 
 
+def _generator_doc(x_values, y_text):
+    """Appends the `Args`, `Returns` and `Example` that every
+    `(num, length, seed)` generator here shares to its docstring."""
+
+    def decorate(function):
+        if function.__doc__ is not None:  # None under `python -OO`
+            function.__doc__ += f"""
+    Args:
+        num: Number of sequences, a positive integer.
+        length: Length of every sequence, a positive integer.
+        seed: Non-negative integer seed of `np.random.default_rng`.
+
+    Returns:
+        A tuple `(x, y)`: `x` int32 `[num, length]` with values in
+        {x_values} and `y` {y_text}.
+
+    Example:
+
+    ```python
+    x, y = {function.__name__}(3, 8, seed=0)
+    ```
+    """
+        return function
+
+    return decorate
+
+
 def counting_ones(num, length, seed=0, regression=False):
     """Binary strings labelled with their number of ones.
 
@@ -135,54 +162,26 @@ def counting_ones(num, length, seed=0, regression=False):
     return x, count.astype(np.int32)
 
 
+@_generator_doc("`{1, 2}`", "int32 `[num]`, `1` when the number of ones is odd")
 def parity(num, length, seed=0):
     """Binary strings labelled with the parity of their number of ones.
 
     Vocabulary: `1` = the bit "0", `2` = the bit "1" (`0` is padding).
     Bits are drawn independently and uniformly. Semantic monoid: the group
     `Z_2` (addition mod 2) with `mu("0") = 0`, `mu("1") = 1`.
-
-    Args:
-        num: Number of sequences, a positive integer.
-        length: Length of every sequence, a positive integer.
-        seed: Non-negative integer seed of `np.random.default_rng`.
-
-    Returns:
-        A tuple `(x, y)`: `x` int32 `[num, length]` with values in `{1, 2}`
-        and `y` int32 `[num]`, `1` when the number of ones is odd.
-
-    Example:
-
-    ```python
-    x, y = parity(3, 8, seed=0)
-    ```
     """
     x = _uniform_tokens(num, length, seed, _ONE)
     y = np.count_nonzero(x == _ONE, axis=1) % 2
     return x, y.astype(np.int32)
 
 
+@_generator_doc("1..10", "int32 `[num]` in 0..9")
 def digit_sum_mod10(num, length, seed=0):
     """Digit strings labelled with the sum of their digits mod 10.
 
     Vocabulary: token `d + 1` is the digit `d`, for `d` in 0..9 (tokens
     1..10; `0` is padding). Digits are drawn independently and uniformly.
     Semantic monoid: the cyclic group `Z_10` with `mu(d) = d`.
-
-    Args:
-        num: Number of sequences, a positive integer.
-        length: Length of every sequence, a positive integer.
-        seed: Non-negative integer seed of `np.random.default_rng`.
-
-    Returns:
-        A tuple `(x, y)`: `x` int32 `[num, length]` with values in 1..10
-        and `y` int32 `[num]` in 0..9.
-
-    Example:
-
-    ```python
-    x, y = digit_sum_mod10(3, 8, seed=0)
-    ```
     """
     x = _uniform_tokens(num, length, seed, 10)
     y = (x - 1).sum(axis=1, dtype=np.int64) % 10
@@ -220,6 +219,7 @@ def s3_product(elements, axis=-1):
     return a[..., 0]
 
 
+@_generator_doc("1..6", "int32 `[num]` in 0..5")
 def s3_word_problem(num, length, seed=0):
     """Words over the symmetric group `S_3` labelled with their product.
 
@@ -234,21 +234,6 @@ def s3_word_problem(num, length, seed=0):
     `g_1 · g_2 · ... · g_N`, where `a · b` means "apply `a`, then `b`":
     `(a · b)[i] = b[a[i]]`, as tabulated in `S3_TABLE`. The product does
     depend on the order of the tokens (the group is not commutative).
-
-    Args:
-        num: Number of sequences, a positive integer.
-        length: Length of every sequence, a positive integer.
-        seed: Non-negative integer seed of `np.random.default_rng`.
-
-    Returns:
-        A tuple `(x, y)`: `x` int32 `[num, length]` with values in 1..6
-        and `y` int32 `[num]` in 0..5.
-
-    Example:
-
-    ```python
-    x, y = s3_word_problem(3, 8, seed=0)
-    ```
     """
     x = _uniform_tokens(num, length, seed, 6)
     return x, s3_product(x - 1)
@@ -282,44 +267,39 @@ class MonoidTask:
         return self.num_classes
 
 
+# name: MonoidTask(generator, num_classes, loss, vocab_size, monoid)
 TASKS = {
     "counting_ones": MonoidTask(
-        generator=counting_ones,
-        num_classes=None,
-        loss="sparse_categorical",
-        vocab_size=3,
-        monoid="(N, +): mu('0') = 0, mu('1') = 1; the label is the sum.",
+        counting_ones,
+        None,
+        "sparse_categorical",
+        3,
+        "(N, +): mu('0') = 0, mu('1') = 1; the label is the sum.",
     ),
     "dyck1": MonoidTask(
-        generator=dyck1,
-        num_classes=2,
-        loss="binary",
-        vocab_size=3,
-        monoid=(
-            "bicyclic monoid of (unmatched ')', unmatched '('); "
-            "balanced iff the product is (0, 0)."
-        ),
+        dyck1,
+        2,
+        "binary",
+        3,
+        "bicyclic monoid of (unmatched ')', unmatched '('); balanced iff "
+        "the product is (0, 0).",
     ),
     "digit_sum_mod10": MonoidTask(
-        generator=digit_sum_mod10,
-        num_classes=10,
-        loss="sparse_categorical",
-        vocab_size=11,
-        monoid="Z_10 under addition: mu(d) = d; the label is the sum mod 10.",
+        digit_sum_mod10,
+        10,
+        "sparse_categorical",
+        11,
+        "Z_10 under addition: mu(d) = d; the label is the sum mod 10.",
     ),
     "parity": MonoidTask(
-        generator=parity,
-        num_classes=2,
-        loss="binary",
-        vocab_size=3,
-        monoid="Z_2 under addition: mu('0') = 0, mu('1') = 1.",
+        parity, 2, "binary", 3, "Z_2 under addition: mu('0') = 0, mu('1') = 1."
     ),
     "s3_word_problem": MonoidTask(
-        generator=s3_word_problem,
-        num_classes=6,
-        loss="sparse_categorical",
-        vocab_size=7,
-        monoid="symmetric group S_3, left-to-right product (S3_TABLE).",
+        s3_word_problem,
+        6,
+        "sparse_categorical",
+        7,
+        "symmetric group S_3, left-to-right product (S3_TABLE).",
     ),
 }
 

