@@ -53,6 +53,7 @@ from keras_msets.data.movie_reviews import MR_REQUIREMENT
 from keras_msets.data.movie_reviews import MR_TARBALL
 from keras_msets.data.movie_reviews import fetch_mr
 from keras_msets.data.movie_reviews import load_mr
+from keras_msets.utils.optional import import_optional
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_int
 from keras_msets.utils.validation import check_non_negative_float
@@ -136,14 +137,9 @@ def stratified_folds(labels, n_folds=10, seed=0):
         raise ValueError(
             f"`labels` must be 1-D. Received: labels with shape {labels.shape}"
         )
-    try:
-        model_selection = importlib.import_module("sklearn.model_selection")
-    except ImportError as e:
-        raise ImportError(
-            f"stratified_folds() needs scikit-learn, which could not be "
-            f"imported ({e}). Install it with `pip install keras-msets[data]` "
-            f"or `pip install scikit-learn`."
-        ) from e
+    model_selection = import_optional(
+        "sklearn.model_selection", "data", "stratified_folds()"
+    )
     splitter = model_selection.StratifiedKFold(
         n_splits=int(n_folds), shuffle=True, random_state=seed
     )
@@ -220,14 +216,9 @@ def load_bbc_news(path=None):
 
 
 def _import_pyarrow_parquet():
-    try:
-        return importlib.import_module("pyarrow.parquet")
-    except ImportError as e:
-        raise ImportError(
-            f"load_glove() reads the GloVe word index, a parquet file, with "
-            f"pyarrow, which could not be imported ({e}). Install it with "
-            f"`pip install pyarrow`."
-        ) from e
+    return import_optional(
+        "pyarrow.parquet", "text", "load_glove() (its word index is parquet)"
+    )
 
 
 def _glove_rows_from_package(folder, keys):

@@ -54,15 +54,9 @@ class FenTextClassifier(TextInputs, FusionEncoderNetwork):
         - Pasteris et al., "Fusion Encoder Networks", arXiv:2402.15883.
     """
 
-    def __init__(
-        self,
-        sequence_length,
-        vocabulary_size,
-        preprocessor=None,
-        output_dim=1,
-        output_activation="sigmoid",
-        **kwargs,
-    ):
+    def __init__(self, *args, preprocessor=None, **kwargs):
+        output_dim = kwargs.setdefault("output_dim", 1)
+        output_activation = kwargs.setdefault("output_activation", "sigmoid")
         if output_dim != 1:
             raise ValueError(
                 "`output_dim` must be 1 (the probability of class 1) for a "
@@ -76,13 +70,7 @@ class FenTextClassifier(TextInputs, FusionEncoderNetwork):
                 "FenTextClassifier. Received: "
                 f"output_activation={output_activation!r}"
             )
-        super().__init__(
-            sequence_length,
-            vocabulary_size,
-            output_dim=1,
-            output_activation="sigmoid",
-            **kwargs,
-        )
+        super().__init__(*args, **kwargs)
         self.preprocessor = deserialize_preprocessor(preprocessor)
 
     def decode_segments(self, before, own, after):

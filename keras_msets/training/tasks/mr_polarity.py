@@ -19,6 +19,7 @@ training (adapting a vocabulary uses Keras's `TextVectorization`).
   classifiers, scored by 10-fold cross validation.
 """
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,11 @@ class TextTask(Task):
 
     sequence_length = 64
     standardize = "lower_and_strip_punctuation"
+    # The model card's usage: an example, and notes on input and output.
+    example_sentence = "a gorgeous, witty, seductive movie."
+    input_note = ""
+    vocabulary_note = "the training sentences' words"
+    output_note = "class probabilities (1 = positive)"
 
     def __init__(self, preset_dir):
         self.preset_dir = Path(preset_dir)
@@ -87,6 +93,45 @@ class TextTask(Task):
         """Token ids `[len(texts), sequence_length]` of raw sentences."""
         return self.preprocessor()(texts)
 
+    def use_text(self, recipe):
+        n = self.sequence_length
+        rules = {
+            "lower": "lower-cased",
+            "lower_and_strip_punctuation": "lower-cased, punctuation stripped",
+        }[self.standardize]
+        size = len(self.read_vocabulary())
+        items = (
+            "Input: a list of raw sentences (the preset's "
+            f"`TextPreprocessor`, in `model.preprocessor`: {rules}, split "
+            f"at whitespace, cut or padded to {n} tokens; no TensorFlow "
+            f"needed), or the int32 token ids `[batch, {n}]` it makes (0 = "
+            f"padding).{self.input_note}",
+            f"Vocabulary: {self.vocabulary_note} (`{VOCABULARY_FILE}`, "
+            f"{size:,} entries); any other word is id 1 (`[UNK]`), as in "
+            "training, so a sentence of unknown words only still gets a "
+            "probability.",
+            f"Output: float32 `[batch, 2]` {self.output_note}.",
+        )
+        bullets = "\n".join(
+            textwrap.fill(
+                item,
+                76,
+                initial_indent="- ",
+                subsequent_indent="  ",
+                break_on_hyphens=False,
+            )
+            for item in items
+        )
+        return f"""```python
+import keras_msets
+
+model = keras_msets.zoo.load("{recipe.name}")
+p = model.predict(["{self.example_sentence}", "dull"])
+# p: [batch, 2], P(negative) and P(positive)
+```
+
+{bullets}"""
+
 
 class FenMrPolarityTask(TextTask, FenCurriculumTask):
     """MR polarity for a Fusion Encoder Network (64 tokens, 2 classes).
@@ -100,6 +145,10 @@ class FenMrPolarityTask(TextTask, FenCurriculumTask):
     name = "mr_polarity"
     # On `[1 - p, p]` it is the binary cross-entropy on `p`.
     loss = "sparse_categorical_crossentropy"
+    output_note = (
+        "class probabilities `[1 - p, p]`, `p` the FEN's sigmoid output, "
+        "the probability of the positive class"
+    )
 
     def __init__(self, preset_dir, seed=0):
         super().__init__(preset_dir)
@@ -161,27 +210,6 @@ class FenMrPolarityTask(TextTask, FenCurriculumTask):
             f"{len(dev)} dev, {len(test)} test (fold 0 of 10, seed "
             f"{self.seed}); vocabulary of the training sentences only"
         )
-
-    def use_text(self, recipe):
-        n = self.sequence_length
-        size = len(self.read_vocabulary())
-        return f"""```python
-import keras_msets
-
-model = keras_msets.zoo.load("{recipe.name}")
-p = model.predict(["a gorgeous, witty, seductive movie.", "dull"])
-# p: [batch, 2], P(negative) and P(positive)
-```
-
-- Input: a list of raw sentences (the preset's `TextPreprocessor`, in
-  `model.preprocessor`: lower-cased, punctuation stripped, split at
-  whitespace, cut or padded to {n} tokens; no TensorFlow needed), or the
-  int32 token ids `[batch, {n}]` it makes (0 = padding). Vocabulary: the
-  training sentences' words (`{VOCABULARY_FILE}`, {size:,} entries); any
-  other word is id 1 (`[UNK]`), as in training, so a sentence of unknown
-  words only still gets a probability.
-- Output: float32 `[batch, 2]` class probabilities `[1 - p, p]`, `p` the
-  FEN's sigmoid output, the probability of the positive class."""
 
     def training_text(self, recipe, metrics):
         budget = self.budget(recipe.budget)
