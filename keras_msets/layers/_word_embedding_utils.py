@@ -50,8 +50,27 @@ def as_ids(inputs, input_dim):
     return check_token_ids("inputs", inputs, input_dim, size_name="input_dim")
 
 
+_CALL_ARGUMENTS = """Call arguments:
+        inputs: integer token ids `[batch, length]` in `[0, input_dim)`.
+            Float ids raise a `TypeError` (they would be truncated) on
+            every call. Ids out of range (a negative id would wrap around
+            to the last words, a too large one gives NaN or an index error)
+            raise a `ValueError` wherever their values are known: in eager
+            calls (every PyTorch call; TensorFlow and JAX outside a compiled
+            function). Inside a compiled graph (`tf.function`, `jax.jit`,
+            `fit`) the values do not exist yet and cannot be checked.
+
+    Input shape:
+        `[batch, length]`.
+"""
+
+
 class TokenEmbeddingLayer(keras.layers.Layer):
     """Base of the word-embedding layers (private).
+
+    A subclass docstring holds `{{token_ids_call_arguments}}` where the
+    shared `Call arguments:` and `Input shape:` sections go (the ids are
+    checked by `as_ids`).
 
     Args:
         input_dim: positive integer, size of the vocabulary.
@@ -60,6 +79,13 @@ class TokenEmbeddingLayer(keras.layers.Layer):
             returned.
         **kwargs: base layer keyword arguments.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__ is not None:  # None under `python -OO`
+            cls.__doc__ = cls.__doc__.replace(
+                "{{token_ids_call_arguments}}\n", _CALL_ARGUMENTS
+            )
 
     def __init__(self, input_dim, output_dim, mask_zero=False, **kwargs):
         super().__init__(**kwargs)

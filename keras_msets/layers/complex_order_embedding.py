@@ -65,7 +65,9 @@ class ComplexOrderEmbedding(TokenEmbeddingLayer):
 
     Positions: the token at index `k` of a row (`k = 0, 1, ...`) has
     position `pos = k + 1`, as in the paper's code; position 0 is never
-    used. Phases `omega * pos` are computed in float32 whatever the dtype
+    used; the ids must have rank 2 (positions count along axis 1), another
+    rank raises a `ValueError`. Phases `omega * pos` are computed in
+    float32 whatever the dtype
     policy, reduced modulo 2 pi exactly (within about 1e-6 rad of float64
     at `pos = 2e5` for `|omega| < 4`, see
     `keras_msets.ops.position_phase`), and the output is cast to the
@@ -112,19 +114,7 @@ class ComplexOrderEmbedding(TokenEmbeddingLayer):
             returned.
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
-    Call arguments:
-        inputs: integer token ids `[batch, length]` in `[0, input_dim)`.
-            Another rank raises a `ValueError` (positions count along axis
-            1) and float ids a `TypeError` (they would be truncated), on
-            every call. Ids out of range (a negative id would wrap around
-            to the last words, a too large one gives NaN or an index error)
-            raise a `ValueError` wherever their values are known: in eager
-            calls (every PyTorch call; TensorFlow and JAX outside a compiled
-            function). Inside a compiled graph (`tf.function`, `jax.jit`,
-            `fit`) the values do not exist yet and cannot be checked.
-
-    Input shape:
-        `[batch, length]`.
+    {{token_ids_call_arguments}}
 
     Output shape:
         `[batch, length, 2 * output_dim]`: the `D` real parts

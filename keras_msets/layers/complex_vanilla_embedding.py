@@ -52,11 +52,7 @@ class ComplexVanillaEmbedding(TokenEmbeddingLayer):
             returned.
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
-    Call arguments:
-        inputs: integer token ids `[batch, length]`.
-
-    Input shape:
-        `[batch, length]`.
+    {{token_ids_call_arguments}}
 
     Output shape:
         `[batch, length, 2 * output_dim]`: the `D` real parts

@@ -56,11 +56,7 @@ class WordPositionEmbedding(TokenEmbeddingLayer):
             returned.
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
-    Call arguments:
-        inputs: integer token ids `[batch, length]`.
-
-    Input shape:
-        `[batch, length]`.
+    {{token_ids_call_arguments}}
 
     Output shape:
         `[batch, length, output_dim]`.
