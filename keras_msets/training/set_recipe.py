@@ -95,8 +95,15 @@ class SetRecipe(recipe_lib.Recipe):
 
         `options`: budget overrides (`steps`, `batch_size`,
         `learning_rate`, `seed`, `workers`, `checkpoint_dir`,
-        `checkpoint_steps`, `data_parallel`).
+        `checkpoint_steps`, `data_parallel`); `epochs` is refused (a
+        ValueError): a set recipe counts training batches.
         """
+        if options.get("epochs") is not None:
+            raise ValueError(
+                "A set recipe trains `steps` fresh batches and has no "
+                "epochs: pass `steps` (`--steps`) instead. Received: "
+                f"epochs={options['epochs']!r}"
+            )
         budget = self.full_budget(**options)
         path = self.output_folder(output_dir, overwrite, budget)
         fits, carried, example = earlier_fits(continue_from)

@@ -276,6 +276,15 @@ def test_a_card_names_the_backend_its_run_was_trained_on():
 # Training ---------------------------------------------------------------------
 
 
+def test_epochs_are_refused_with_a_pointer_to_steps(tmp_path):
+    # `keras-msets zoo train NAME --epochs N` passes `epochs`, which a set
+    # recipe would otherwise ignore.
+    recipe = _tiny("mst_two_sample")
+    with pytest.raises(ValueError, match=r"pass `steps`.*epochs=3"):
+        recipe.train(output_dir=tmp_path / "run", epochs=3)
+    assert not (tmp_path / "run").exists()
+
+
 def test_training_never_writes_into_a_preset(tmp_path):
     recipe = _tiny("mst_two_sample")
     for folder in (ROOT / "zoo" / "mst_two_sample", ROOT / "zoo" / "new"):
