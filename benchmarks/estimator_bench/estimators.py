@@ -1,0 +1,191 @@
+"""The estimators of the benchmark, each a function of one sample.
+
+Each returns a record (a dict saved as JSON): `value` (or, for the
+two-sample problems, `same` and `different`) and `seconds` (wall time per
+pair), or `error` when the estimator refused the input.
+
+The pretrained estimators are called with `out_of_distribution="warn"`,
+so `value` is always the model's own answer; the warnings they gave are
+recorded (`heavy_tails`: the tail check flagged the pair; `warnings`:
+the messages). What the shipped default (`out_of_distribution=
+"fallback"`) returns is derived from this in the summary: the classical
+estimator's answer (k-NN KL with k = 1, KSG with k = 3, the same
+functions the fallback calls, on the same samples) where `heavy_tails`,
+the model's answer elsewhere.
+"""
+
+import time
+import warnings
+
+import numpy as np
+
+from keras_msets.stats import gaussian
+from keras_msets.stats import neural_mi
+from keras_msets.stats import two_sample_tests
+from keras_msets.stats.classical import knn_kl_divergence
+from keras_msets.stats.classical import ksg_mutual_information
+
+NEIGHBOURS = (1, 2, 3, 5, 10)
+# MINE and InfoNCE, trained per sample: steps of Adam on batches of
+# BATCH pairs (all BATCH^2 combinations scored), a critic MLP with two
+# hidden layers of HIDDEN units; the bound is read on all pairs of at
+# most 1,000 rows of the sample.
+NEURAL_BUDGET = {"steps": 200, "batch_size": 32, "hidden_units": 32}
+LEVEL = 0.05  # two-sample tests reject at p < LEVEL
+
+
+def _timed(function, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        value = function(*args, **kwargs)
+    except (ValueError, TypeError) as error:
+        return {"error": str(error)[:400]}
+    return {"value": float(value), "seconds": time.perf_counter() - start}
+
+
+def _pretrained(function, x, y):
+    """The model's answer (`out_of_distribution="warn"`) and its warnings."""
+    from keras_msets.estimators import out_of_distribution
+
+    # Size and skill warnings are given once per process; forget them so
+    # that every sample records its own.
+    out_of_distribution._WARNED.clear()
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = function(x, y, out_of_distribution="warn")
+        except ValueError as error:
+            return {"error": str(error)[:400]}
+    messages = [str(w.message)[:300] for w in caught]
+    return {
+        "value": float(value),
+        "seconds": time.perf_counter() - start,
+        "heavy_tails": any("heavier tails" in m for m in messages),
+        "warnings": messages,
+    }
+
+
+def mi_estimators(seed):
+    from keras_msets import estimators
+
+    out = {
+        f"ksg_k{k}": (
+            "cheap",
+            lambda x, y, k=k: _timed(ksg_mutual_information, x, y, k=k),
+        )
+        for k in NEIGHBOURS
+    }
+    out["gaussian_plugin"] = (
+        "cheap",
+        lambda x, y: _timed(gaussian.gaussian_plugin_mutual_information, x, y),
+    )
+    out["ours"] = (
+        "ours",
+        lambda x, y: _pretrained(estimators.mutual_information, x, y),
+    )
+    for bound in neural_mi.BOUNDS:
+        out[bound] = (
+            "neural",
+            lambda x, y, bound=bound: _timed(
+                neural_mi.neural_mutual_information,
+                x,
+                y,
+                bound=bound,
+                seed=seed,
+                **NEURAL_BUDGET,
+            ),
+        )
+    return out
+
+
+def kl_estimators(seed):
+    from keras_msets import estimators
+
+    out = {
+        f"knn_k{k}": (
+            "cheap",
+            lambda x, y, k=k: _timed(knn_kl_divergence, x, y, k=k),
+        )
+        for k in NEIGHBOURS
+    }
+    out["gaussian_plugin"] = (
+        "cheap",
+        lambda x, y: _timed(gaussian.gaussian_plugin_kl_divergence, x, y),
+    )
+    out["ours"] = (
+        "ours",
+        lambda x, y: _pretrained(estimators.kl_divergence, x, y),
+    )
+    return out
+
+
+def _two_pairs(test, sample):
+    """A test on the same-distribution pair and on the different pair."""
+    same = test(sample[0], sample[1])
+    if "error" in same:
+        return same
+    different = test(sample[2], sample[3])
+    if "error" in different:
+        return different
+    record = {
+        "same": same["value"],
+        "different": different["value"],
+        "seconds": 0.5 * (same["seconds"] + different["seconds"]),
+    }
+    for key in ("heavy_tails", "warnings"):
+        if key in same:
+            record[key] = [same[key], different[key]]
+    return record
+
+
+def two_sample_estimators(seed):
+    from keras_msets import estimators
+
+    def p_value(test):
+        def run(x, y):
+            return _timed(lambda a, b: test(a, b, seed=seed).p_value, x, y)
+
+        return run
+
+    def ours(x, y):
+        return _pretrained(estimators.same_distribution_probability, x, y)
+
+    return {
+        "mmd": (
+            "cheap",
+            lambda s: _two_pairs(
+                p_value(two_sample_tests.mmd_permutation_test), s
+            ),
+        ),
+        "c2st": (
+            "cheap",
+            lambda s: _two_pairs(
+                p_value(two_sample_tests.classifier_two_sample_test), s
+            ),
+        ),
+        "ours": ("ours", lambda s: _two_pairs(ours, s)),
+    }
+
+
+def estimators_for(task, seed):
+    """`{name: (phase, function)}`; MI and KL functions take `(x, y)`,
+    two-sample ones the whole sample."""
+    return {
+        "mi": mi_estimators,
+        "kl": kl_estimators,
+        "two_sample": two_sample_estimators,
+    }[task](seed)
+
+
+def two_sample_correct(name, record):
+    """Decisions right out of 2 (same pair kept, different pair told
+    apart): tests reject at p < LEVEL, the model says "different" below
+    probability 0.5."""
+    if name == "ours":
+        return int(record["same"] >= 0.5) + int(record["different"] < 0.5)
+    return int(record["same"] >= LEVEL) + int(record["different"] < LEVEL)
+
+
+def finite(value):
+    return value is not None and np.isfinite(value)

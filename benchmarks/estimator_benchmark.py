@@ -1,0 +1,272 @@
+"""Benchmark of the estimators against classical and neural baselines.
+
+Problems with known answers (`estimator_bench/problems.py`: mutual
+information, KL divergence, two-sample), sample sizes `--sizes`, seeds
+0-1 (development: the choice of k for "best k") and 2-4 (held out: the
+reported table). Every (problem, n, seed, estimator) result is cached in
+`benchmarks/results/estimator_benchmark/<problem>/n<n>.json`; a re-run
+computes only what is missing. Estimators run in phases: `cheap`
+(k-NN KL and KSG with k = 1, 2, 3, 5, 10, Gaussian plug-ins, the MMD and
+classifier two-sample tests), `ours` (the pretrained
+`keras_msets.estimators`), `neural` (MINE and InfoNCE trained per
+sample).
+
+    KERAS_BACKEND=torch nice -n 15 python benchmarks/estimator_benchmark.py
+
+Every backend library runs on one thread (`--threads`): on a machine whose
+cores are busy, torch with two threads was measured 300 times slower per
+training step of MINE than with one (0.48 s against 1.5 ms).
+    python benchmarks/estimator_benchmark.py --quick  # a few minutes
+    python benchmarks/estimator_benchmark.py --summary-only
+
+The summary (`summary.json`, `summary.md` in the results folder) is
+written from whatever the cache holds.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from estimator_bench import problems as problem_sets  # noqa: E402
+from estimator_bench import runner  # noqa: E402
+
+ROOT = pathlib.Path(__file__).parent / "results" / "estimator_benchmark"
+SIZES = (50, 150, 1000)
+QUICK_PROBLEMS = (
+    "mi_gauss_d3",
+    "mi_student_nu2_d3",
+    "mi_spiral_d2",
+    "kl_shift_d4",
+    "kl_cube_d2",
+    "ts_shift_d8",
+)
+QUICK_SEEDS = (0, 2)  # one development seed, one held-out seed
+
+
+def _limit_threads(threads):
+    """Runs torch, TensorFlow, JAX (XLA) and BLAS on `threads` threads."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(threads)
+    if threads == 1:
+        os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    if backend == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
+def _fmt(value, digits=3):
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return f"{value:.{digits}f}"
+
+
+def _table(rows, task):
+    rows = [r for r in rows if r["task"] == task]
+    lines = []
+    if task == "two_sample":
+        lines.append(
+            "| problem | d | n | MMD | C2ST | ours | time MMD / C2ST / "
+            "ours (s) |"
+        )
+        lines.append("|---|---:|---:|---:|---:|---:|---|")
+        for r in rows:
+            a, s = r["accuracy"], r["seconds"]
+            lines.append(
+                f"| {r['problem']} | {r['dim_x']} | {r['n']} | "
+                f"{_fmt(a.get('mmd'), 2)} | {_fmt(a.get('c2st'), 2)} | "
+                f"{_fmt(a.get('ours'), 2)} | "
+                + " / ".join(_fmt(s.get(k), 3) for k in ("mmd", "c2st", "ours"))
+                + " |"
+            )
+        return lines
+    prefix = "ksg_k" if task == "mi" else "knn_k"
+    neural = task == "mi"
+    header = (
+        f"| problem | dims | n | truth | {prefix}1 | {prefix}3 | best k | "
+        "plug-in | "
+        + ("MINE | InfoNCE | " if neural else "")
+        + "ours | ours shipped | best classical | ours/best | "
+        "shipped/best | flagged |"
+    )
+    lines.append(header)
+    lines.append("|---" * (header.count("|") - 1) + "|")
+    for r in rows:
+        e = r.get("errors", {})
+        best_k = r.get("best_k")
+        ours = e.get("ours") if r.get("ours") == "ran" else r.get("ours")
+        cells = [
+            r["problem"],
+            f"{r['dim_x']}x{r['dim_y']}",
+            str(r["n"]),
+            _fmt(r["truth"]),
+            _fmt(e.get(f"{prefix}1")),
+            _fmt(e.get(f"{prefix}3")),
+            f"{_fmt(e.get(f'{prefix}_best'))} (k={best_k})",
+            _fmt(e.get("gaussian_plugin")),
+        ]
+        if neural:
+            cells += [_fmt(e.get("mine")), _fmt(e.get("infonce"))]
+        cells += [
+            _fmt(ours),
+            _fmt(e.get("ours_shipped")),
+            f"{r.get('best_classical', '-')}",
+            _fmt(r.get("ratio_ours_to_best"), 2),
+            _fmt(r.get("ratio_shipped_to_best"), 2),
+            f"{r.get('heavy_tail_seeds', '-')}/{len(r['held_out_seeds'])}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def aggregate(rows):
+    """Per task and n: cells where ours beats the best classical estimator,
+    mean errors and mean seconds per pair."""
+    out = {}
+    for task in ("mi", "kl"):
+        for n in sorted({r["n"] for r in rows}):
+            part = [r for r in rows if r["task"] == task and r["n"] == n]
+            ran = [r for r in part if "ratio_ours_to_best" in r]
+            if not part:
+                continue
+            summary = {
+                "cells": len(part),
+                "cells_ours_ran": len(ran),
+                "cells_ours_refused": sum(
+                    r.get("ours") == "refused" for r in part
+                ),
+                "ours_beats_best": sum(
+                    r["ratio_ours_to_best"] < 1 for r in ran
+                ),
+                "shipped_beats_best": sum(
+                    r["ratio_shipped_to_best"] < 1 for r in ran
+                ),
+                "ours_over_1_5x": sum(
+                    r["ratio_ours_to_best"] > 1.5 for r in ran
+                ),
+            }
+            names = set.intersection(
+                *[set(r["errors"]) for r in ran] or [set()]
+            )
+            summary["mean_error_on_cells_ours_ran"] = {
+                k: float(np.mean([r["errors"][k] for r in ran]))
+                for k in sorted(names)
+            }
+            timed = set.intersection(
+                *[set(k for k, v in r["seconds"].items() if v) for r in part]
+                or [set()]
+            )
+            summary["mean_seconds_per_pair"] = {
+                k: float(np.mean([r["seconds"][k] for r in part]))
+                for k in sorted(timed)
+            }
+            out[f"{task}_n{n}"] = summary
+    return out
+
+
+def write_summary(problems, sizes, root, quick=False):
+    held, dev = runner.HELD_OUT_SEEDS, runner.DEV_SEEDS
+    if quick:
+        held, dev = QUICK_SEEDS[1:], QUICK_SEEDS[:1]
+    rows = runner.summarize(problems, sizes, root, held, dev)
+    totals = aggregate(rows)
+    name = "summary_quick" if quick else "summary"
+    with open(root / f"{name}.json", "w", encoding="utf-8") as file:
+        json.dump({"rows": rows, "aggregate": totals}, file, indent=1)
+    lines = []
+    for task, title in (
+        ("mi", "Mutual information: mean absolute error (nats)"),
+        ("kl", "KL divergence: mean absolute error (nats)"),
+        ("two_sample", "Two-sample: accuracy (same and different pairs)"),
+    ):
+        lines += [f"### {title}", ""] + _table(rows, task) + [""]
+    with open(root / f"{name}.md", "w", encoding="utf-8") as file:
+        file.write("\n".join(lines))
+    return rows, totals
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=runner.DEV_SEEDS + runner.HELD_OUT_SEEDS,
+    )
+    parser.add_argument(
+        "--phases", nargs="+", choices=runner.PHASES, default=runner.PHASES
+    )
+    parser.add_argument(
+        "--problems",
+        nargs="+",
+        default=None,
+        help="problem names (default: all)",
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        choices=("mi", "kl", "two_sample"),
+        default=("mi", "kl", "two_sample"),
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few problems, n = 50 and 150, seeds 0 and 2",
+    )
+    parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="threads per backend library"
+    )
+    parser.add_argument("--max-seconds", type=float, default=None)
+    parser.add_argument("--results", type=pathlib.Path, default=ROOT)
+    args = parser.parse_args(argv)
+    _limit_threads(args.threads)
+    problems = [p for p in problem_sets.all_problems() if p.task in args.tasks]
+    sizes, seeds = args.sizes, args.seeds
+    if args.quick:
+        problems = [p for p in problems if p.name in QUICK_PROBLEMS]
+        sizes, seeds = [50, 150], list(QUICK_SEEDS)
+    if args.problems:
+        known = {p.name for p in problems}
+        unknown = sorted(set(args.problems) - known)
+        if unknown:
+            parser.error(f"unknown problems: {unknown}")
+        problems = [p for p in problems if p.name in args.problems]
+    args.results.mkdir(parents=True, exist_ok=True)
+    if not args.summary_only:
+        runner.run(
+            problems,
+            sizes,
+            seeds,
+            args.phases,
+            args.results,
+            log=lambda text: print(text, flush=True),
+            max_seconds=args.max_seconds,
+        )
+    all_sizes = sorted(set(sizes) | {10000, *SIZES})
+    _, totals = write_summary(
+        problems if args.quick else problem_sets.all_problems(),
+        sizes if args.quick else all_sizes,
+        args.results,
+        quick=args.quick,
+    )
+    print(json.dumps(totals, indent=1))
+
+
+if __name__ == "__main__":
+    main()
