@@ -6,6 +6,7 @@ from keras_msets.layers._complex_weights import complex_units
 from keras_msets.layers._layer_base import arguments_config
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rank
 
 GATE_PRODUCTS = ("complex", "split")
 
@@ -369,11 +370,8 @@ class ComplexLSTM(keras.layers.RNN):
         # Before Keras's input-spec check, whose message names neither the
         # argument nor the shape received.
         shape = getattr(sequences, "shape", None)
-        if shape is not None and len(shape) != 3:
-            raise ValueError(
-                "`sequences` must have rank 3: [batch, length, "
-                f"2 * input_units]. Received: sequences.shape={tuple(shape)}"
-            )
+        if shape is not None:
+            check_rank("sequences", shape, 3, "3: [batch, length, 2 * d]")
         return super().__call__(sequences, *args, **kwargs)
 
     def call(self, sequences, initial_state=None, mask=None, training=False):

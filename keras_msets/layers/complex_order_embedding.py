@@ -8,6 +8,7 @@ from keras_msets.layers._word_embedding_utils import array_initializer
 from keras_msets.layers._word_embedding_utils import as_ids
 from keras_msets.layers._word_embedding_utils import matrix_or_initializer
 from keras_msets.utils.validation import check_choice
+from keras_msets.utils.validation import check_rank
 
 SHARING_SCHEMES = ("none", "word", "dimension")
 # Sinusoidal frequencies `max_wavelength ** (-2 k / d_model)`, as in
@@ -223,12 +224,12 @@ class ComplexOrderEmbedding(TokenEmbeddingLayer):
         return ops.expand_dims(ops.take(parameter, ids, axis=0), -1)
 
     def _check_rank(self, shape):
-        if len(shape) != 2:
-            raise ValueError(
-                "`inputs` must be token ids of shape [batch, length] "
-                "(positions count along axis 1). Received: inputs.shape="
-                f"{tuple(shape)}"
-            )
+        check_rank(
+            "inputs",
+            shape,
+            2,
+            "2: token ids [batch, length] (positions count along axis 1)",
+        )
 
     def call(self, inputs):
         self._check_rank(inputs.shape)

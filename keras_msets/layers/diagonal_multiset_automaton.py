@@ -10,6 +10,7 @@ from keras_msets.ops.checks import check_mask
 from keras_msets.ops.checks import check_token_ids
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_positive_int
+from keras_msets.utils.validation import check_rank
 
 
 def _tiny_initializer():
@@ -179,11 +180,7 @@ class DiagonalMultisetAutomaton(keras.layers.Layer):
         return mask
 
     def call(self, inputs, mask=None):
-        if len(inputs.shape) != 2:
-            raise ValueError(
-                "`inputs` must be token ids of shape [batch, length]. "
-                f"Received: inputs.shape={tuple(inputs.shape)}"
-            )
+        check_rank("inputs", inputs.shape, 2, "2: token ids [batch, length]")
         check_token_ids("inputs", inputs, self.alphabet_size, "alphabet_size")
         inputs = ops.cast(inputs, "int32")
         parts = [embedding(inputs) for embedding in self._embeddings()]
