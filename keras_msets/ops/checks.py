@@ -40,12 +40,15 @@ def dtype_of(x):
     return keras.backend.standardize_dtype(dtype)
 
 
-def check_integer_dtype(name, x):
-    """A `TypeError` unless `x` holds integers (token ids, not floats)."""
+def check_integer_dtype(name, x, what="token ids"):
+    """A `TypeError` unless `x` holds integers (`what`: ids, positions...).
+
+    Floats would be truncated where they index a table.
+    """
     dtype = dtype_of(x)
     if "int" not in dtype:
         raise TypeError(
-            f"`{name}` must hold integer token ids (an int dtype; float ids "
+            f"`{name}` must hold integer {what} (an int dtype; float {what} "
             f"would be truncated). Received: {name} with dtype={dtype}"
         )
 
