@@ -27,6 +27,10 @@ OUT_OF_DISTRIBUTION = ("fallback", "warn", "raise")
 # The tail check's calibration (`python -m
 # keras_msets.estimators.calibrate_tails` writes it).
 TAIL_THRESHOLDS_PATH = pathlib.Path(__file__).with_name("tail_thresholds.json")
+# The set sizes where each preset's error was measured not to grow
+# (`python benchmarks/estimator_sample_size.py --ranges-from RESULT`
+# writes it).
+SET_SIZE_RANGES_PATH = pathlib.Path(__file__).with_name("set_size_ranges.json")
 # Warnings about a preset (set sizes, dimensions it has not learned) are
 # given once per process per preset and reason: `(preset, reason)` keys.
 _WARNED = set()
@@ -60,6 +64,67 @@ def _warn_unlearned(name, dims, stacklevel):
             f"card: `keras-msets zoo info {name}`.",
             stacklevel + 1,
         )
+
+
+@functools.lru_cache(maxsize=1)
+def _set_size_ranges(path):
+    if not os.path.isfile(path):
+        return {"presets": {}}
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def measured_set_sizes(preset):
+    """`(low, high)`: the set sizes where the error of `preset` (a name or
+    a path) on data like its training data was measured not to grow, or
+    None when it was not measured (then its trained sizes apply).
+
+    From `set_size_ranges.json` beside this module, written by
+    `benchmarks/estimator_sample_size.py` from its measurement at n = 50,
+    200 and 1000 against the truth; only the weights that were measured
+    (their sha256 is stored there) are covered.
+    """
+    record = _set_size_ranges(str(SET_SIZE_RANGES_PATH))
+    found = record["presets"].get(os.path.basename(os.fspath(preset)))
+    if found is None:
+        return None
+    try:
+        files = zoo.info(preset).get("files_sha256", {})
+    except ValueError:
+        return None
+    if files.get("model.weights.h5") != found["weights_sha256"]:
+        return None  # other weights than those measured
+    return int(found["low"]), int(found["high"])
+
+
+def _warn_set_size(spec, sizes, estimator, measured, stacklevel):
+    """Warns (once per process and preset) when sets have sizes where the
+    preset's error grows: outside its measured range (`measured=True` and
+    one was measured) or else outside its trained sizes."""
+    trained_low, trained_high = spec.set_size
+    low, high = trained_low, trained_high
+    ranges = measured_set_sizes(spec.preset) if measured else None
+    if ranges is not None:
+        low, high = ranges
+    if min(sizes) >= low and max(sizes) <= high:
+        return
+    text = (
+        f"`{estimator}`: the model was trained on sets of "
+        f"{trained_low}-{trained_high} points; these have "
+        f"{min(sizes)}-{max(sizes)}"
+    )
+    if ranges is not None:
+        text += (
+            f", and its error on data like its training data grows outside "
+            f"{low}-{high} points (measured at 50, 200 and 1000 points: "
+            "benchmarks/estimator_sample_size.py)"
+        )
+    _warn_once(
+        (str(spec.preset), "set_size"),
+        f"{text}, so the estimate may be less accurate. (This warning is "
+        "given once per process and preset.)",
+        stacklevel + 1,
+    )
 
 
 def unlearned_dims(metrics):

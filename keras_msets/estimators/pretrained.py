@@ -90,6 +90,7 @@ from keras_msets.estimators.out_of_distribution import (
     _check_out_of_distribution,
 )
 from keras_msets.estimators.out_of_distribution import _heavy_tails
+from keras_msets.estimators.out_of_distribution import _warn_set_size
 from keras_msets.estimators.out_of_distribution import _warn_unlearned
 from keras_msets.estimators.out_of_distribution import tail_thresholds
 from keras_msets.estimators.out_of_distribution import unlearned_dims
@@ -172,6 +173,8 @@ def _estimate(
     is_preset = isinstance(preset, (str, os.PathLike))
     model, allowed_dims = _resolve_model(model, spec)
     _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator)
+    sizes = [len(s) for s in x_sets + y_sets]
+    _warn_set_size(spec, sizes, estimator, measured=is_preset, stacklevel=3)
     if is_preset:
         dims = {s.shape[1] for s in x_sets}
         _warn_unlearned(preset, dims, stacklevel=3)
