@@ -8,7 +8,7 @@ with `-c constraints.txt` (torch is pinned to 2.13.0 there) and checks in
 it, with that backend:
 
 - `import keras_msets` imports no optional package (scikit-learn,
-  matplotlib, KerasHub, TensorFlow unless it is the backend), and
+  matplotlib, KerasHub, TensorFlow) beyond what Keras imports, and
   `keras_msets.estimators` and `keras_msets.zoo` are reachable from it;
 - `keras_msets.zoo.list()`, and `zoo.load()` of every preset whose model
   needs no optional package (each reproduces its stored example output);
@@ -18,15 +18,16 @@ it, with that backend:
   (TensorFlow's tf.data on jax and torch, scikit-learn's digits) raises an
   `ImportError` whose message names the extra to install.
 
-It prints, and writes as JSON (`--output`), the install time and the size
-of each environment. The exit status is 1 when a check fails. pip's
-cache is used as usual: a warm cache (a second run) makes the installs
-much faster.
+It prints, and writes as JSON (`--output`), the install time (wall and
+CPU) and the size of each environment. The exit status is 1 when a
+check fails. pip's cache is used as usual: a warm cache (a second run)
+makes the installs much faster.
 """
 
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -190,9 +191,17 @@ def folder_size(path):
     return total
 
 
+def _cpu_seconds():
+    """CPU time (user + system) of the finished child processes so far:
+    unlike wall time, it does not depend on what else the machine runs."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def check_backend(backend, wheel, work, python):
     venv = Path(work) / f"venv-{backend}"
     start = time.perf_counter()
+    cpu = _cpu_seconds()
     run([python, "-m", "venv", str(venv)])
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
     run([*pip, "install", "--quiet", "--upgrade", "pip"])
@@ -207,10 +216,12 @@ def check_backend(backend, wheel, work, python):
         ]
     )
     install_seconds = time.perf_counter() - start
+    install_cpu = _cpu_seconds() - cpu
     size = folder_size(venv)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["KERAS_BACKEND"] = backend
     start = time.perf_counter()
+    cpu = _cpu_seconds()
     # Outside the repository, so the installed package is the one used.
     result = subprocess.run(
         [str(venv / "bin" / "python"), "-c", CHECK, backend],
@@ -220,6 +231,7 @@ def check_backend(backend, wheel, work, python):
         env=env,
     )
     check_seconds = time.perf_counter() - start
+    check_cpu = _cpu_seconds() - cpu
     lines = [s for s in result.stdout.splitlines() if s.startswith("RESULT")]
     if result.returncode != 0 or not lines:
         out = {"failures": [f"the check crashed: {result.stderr[-3000:]}"]}
@@ -230,7 +242,9 @@ def check_backend(backend, wheel, work, python):
     out.update(
         backend=backend,
         install_seconds=round(install_seconds, 1),
+        install_cpu_seconds=round(install_cpu, 1),
         check_seconds=round(check_seconds, 1),
+        check_cpu_seconds=round(check_cpu, 1),
         venv_megabytes=round(size / 2**20),
         versions={k: versions[k] for k in PACKAGES if k in versions},
     )
@@ -264,9 +278,10 @@ def main(argv=None):
             results.append(out)
             status = "FAILED" if out["failures"] else "ok"
             print(
-                f"{backend}: {status}; install {out['install_seconds']} s, "
-                f"environment {out['venv_megabytes']} MB, checks "
-                f"{out['check_seconds']} s, "
+                f"{backend}: {status}; install {out['install_seconds']} s "
+                f"({out['install_cpu_seconds']} s CPU), environment "
+                f"{out['venv_megabytes']} MB, checks {out['check_seconds']} s "
+                f"({out['check_cpu_seconds']} s CPU), "
                 f"{len(out.get('loaded', []))} presets loaded",
                 flush=True,
             )
