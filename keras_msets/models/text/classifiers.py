@@ -31,6 +31,7 @@ from keras_msets.models.text.preprocessor import deserialize_preprocessor
 from keras_msets.models.text.preprocessor import serialize_preprocessor
 from keras_msets.models.text.text_layers import ComplexConcatenate
 from keras_msets.models.text.text_layers import MaskedConv1D
+from keras_msets.utils.optional import import_optional
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_int
@@ -62,15 +63,11 @@ DEFAULT_DROPOUT = {"fasttext": 0.0, "cnn": 0.5, "lstm": 0.5, "transformer": 0.1}
 
 
 def _keras_hub():
-    try:
-        import keras_hub
-    except ImportError as e:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "The real Transformer classifier uses KerasHub's "
-            f"`TransformerEncoder`, which could not be imported ({e}). "
-            "Install it with `pip install keras-hub`."
-        ) from e
-    return keras_hub
+    return import_optional(
+        "keras_hub",
+        "hub",
+        "The real Transformer classifier (KerasHub's `TransformerEncoder`)",
+    )
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
