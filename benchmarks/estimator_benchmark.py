@@ -230,6 +230,11 @@ def main(argv=None):
     )
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument(
+        "--check-truths",
+        action="store_true",
+        help="Monte Carlo checks of the Student-t answers (truth_checks.json)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=1, help="threads per backend library"
     )
     parser.add_argument("--max-seconds", type=float, default=None)
@@ -248,6 +253,14 @@ def main(argv=None):
             parser.error(f"unknown problems: {unknown}")
         problems = [p for p in problems if p.name in args.problems]
     args.results.mkdir(parents=True, exist_ok=True)
+    if args.check_truths:
+        from estimator_bench import truth_checks
+
+        rows = truth_checks.student_t_checks()
+        with open(args.results / "truth_checks.json", "w") as file:
+            json.dump(rows, file, indent=1)
+        print(json.dumps(rows, indent=1))
+        return
     if not args.summary_only:
         runner.run(
             problems,

@@ -95,6 +95,11 @@ class Problem:
     truth: float
     family: str
     sampler: object = dataclasses.field(repr=False, compare=False)
+    # Student-t problems: degrees of freedom and the joint scale matrix.
+    nu: float = None
+    scale_matrix: object = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
 
     def sample(self, n, seed):
         rng = np.random.default_rng([_stable_seed(self.name), n, seed])
@@ -186,6 +191,8 @@ def mi_student_t(name, nu, dim_x, dim_y=None, rho=0.5, map_x="identity"):
     """`(X, Y)` multivariate Student-t, componentwise correlation `rho`."""
     base = mi_gaussian(name, dim_x, dim_y, rho=rho)
     dim_y = base.dim_y
+    cross = rho * np.eye(dim_x, dim_y)
+    scale_matrix = np.block([[np.eye(dim_x), cross], [cross.T, np.eye(dim_y)]])
     truth = base.truth + student_t_mi_correction(nu, dim_x, dim_y)
 
     def sampler(rng, n):
@@ -193,7 +200,17 @@ def mi_student_t(name, nu, dim_x, dim_y=None, rho=0.5, map_x="identity"):
         scale = np.sqrt(nu / rng.chisquare(nu, size=(n, 1)))
         return MAPS[map_x](x * scale), y * scale
 
-    return Problem(name, "mi", dim_x, dim_y, truth, "student_t", sampler)
+    return Problem(
+        name,
+        "mi",
+        dim_x,
+        dim_y,
+        truth,
+        "student_t",
+        sampler,
+        nu=nu,
+        scale_matrix=scale_matrix,
+    )
 
 
 def mi_uniform_noise(name, dim, epsilon, map_x="identity"):
