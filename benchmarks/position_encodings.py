@@ -388,15 +388,43 @@ def main(argv=None):
         help="where to write the PNG and JSON (default: benchmarks/ and "
         "benchmarks/results/)",
     )
+    parser.add_argument(
+        "--rows", nargs="+", choices=list(ROWS), default=list(ROWS)
+    )
+    parser.add_argument(
+        "--keep-rows-from",
+        type=Path,
+        default=None,
+        help="JSON of an earlier run with the same settings: the rows not "
+        "in --rows are copied from it instead of trained",
+    )
     args = parser.parse_args(argv)
     config = dict(SMOKE if args.smoke else FULL)
     seeds = 1 if args.smoke else args.seeds
     if args.epochs is not None:
         config["epochs"] = args.epochs
+    earlier = None
+    if args.keep_rows_from is not None:
+        earlier = json.loads(args.keep_rows_from.read_text())
+        differ = {
+            key: (earlier["settings"].get(key), value)
+            for key, value in dict(config, seeds=seeds).items()
+            if earlier["settings"].get(key) != value
+        }
+        if differ:
+            raise ValueError(
+                "`--keep-rows-from` must name a run with the same settings. "
+                f"Received: {args.keep_rows_from}, which differs in "
+                f"{differ} (earlier, now)"
+            )
 
     total_start = time.perf_counter()
     runs = {}
     for mode in ROWS:
+        if mode not in args.rows:
+            if earlier is not None and mode in earlier["runs"]:
+                runs[mode] = earlier["runs"][mode]
+            continue
         runs[mode] = {}
         for seed in range(seeds):
             runs[mode][str(seed)] = result = run(mode, seed, config)
@@ -416,6 +444,10 @@ def main(argv=None):
         keras.backend.backend(),
         " --smoke" if args.smoke else f" --seeds {seeds}",
     )
+    if args.rows != list(ROWS):
+        command += " --rows " + " ".join(args.rows)
+    if earlier is not None:
+        command += f" --keep-rows-from {args.keep_rows_from}"
     results = {
         "settings": {
             "command": command,
@@ -426,6 +458,7 @@ def main(argv=None):
             "seeds": seeds,
             "total_seconds": round(total_seconds, 1),
             **config,
+            "rows_kept_from_earlier_run": sorted(set(runs) - set(args.rows)),
         },
         "paper_combined_bleu": PAPER_COMBINED_BLEU,
         "summary": summary,
