@@ -56,10 +56,14 @@ class FeedForwardBlock(keras.layers.Layer):
         self.ff_output = keras.layers.Dense(
             dim, dtype=self.dtype_policy, name="ff_output"
         )
-        self.output_norm = keras.layers.LayerNormalization(
+        self.output_norm = self.make_norm("output_norm")
+
+    def make_norm(self, name):
+        """A new layer norm with the block's epsilon, named `name`."""
+        return keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon,
             dtype=self.dtype_policy,
-            name="output_norm",
+            name=name,
         )
 
     def build_feed_forward(self, shape):

@@ -23,15 +23,20 @@ from keras_msets.utils.validation import check_positive_int
 from keras_msets.utils.validation import check_rate
 
 
-def check_set_shape(input_shape, name="inputs"):
-    """Checks a `[batch, set_size, dim]` shape with a known `dim`."""
+def check_layout(input_shape, name, axes, hint=""):
+    """Checks a shape with the axes named `axes`, the last one known."""
     input_shape = tuple(input_shape)
-    if len(input_shape) != 3 or input_shape[-1] is None:
+    if len(input_shape) != len(axes) or input_shape[-1] is None:
         raise ValueError(
-            f"`{name}` must have shape [batch, set_size, dim] with a known "
-            f"`dim`. Received: {name}.shape={input_shape}"
+            f"`{name}` must have shape [{', '.join(axes)}] with a known "
+            f"`{axes[-1]}`{hint}. Received: {name}.shape={input_shape}"
         )
     return input_shape
+
+
+def check_set_shape(input_shape, name="inputs"):
+    """Checks a `[batch, set_size, dim]` shape with a known `dim`."""
+    return check_layout(input_shape, name, ("batch", "set_size", "dim"))
 
 
 def set_mask(name, mask, x):
@@ -74,6 +79,18 @@ def zero_padding(x, mask):
     while len(mask.shape) > 2:
         mask = mask[..., 0]
     return x, mask
+
+
+def zero_without_keys(attended, any_valid):
+    """`attended [batch, ...]` with 0 for the sets whose `any_valid` is False.
+
+    `any_valid` is a boolean `[batch]` tensor (or None: every set has a
+    key).
+    """
+    if any_valid is None:
+        return attended
+    any_valid = ops.reshape(any_valid, (-1,) + (1,) * (len(attended.shape) - 1))
+    return ops.where(any_valid, attended, ops.zeros_like(attended))
 
 
 BLOCK_ARGUMENTS = (
@@ -147,63 +164,66 @@ class MultiheadAttentionBlock(FeedForwardBlock):
             return self.key_dim
         if dim % self.num_heads:
             raise ValueError(
-                "With `key_dim=None` the feature size must be divisible "
-                f"by `num_heads`. Received: dim={dim}, "
+                "With `key_dim=None` the feature size (the last axis) must "
+                f"be divisible by `num_heads`. Received: dim={dim}, "
                 f"num_heads={self.num_heads}"
             )
         return dim // self.num_heads
 
-    def build(self, query_shape, value_shape):
-        query_shape = check_set_shape(query_shape, "query")
-        value_shape = check_set_shape(value_shape, "value")
-        self.attention = keras.layers.MultiHeadAttention(
+    def make_attention(self, key_dim):
+        """The unbuilt attention layer `Multihead(X, Y, Y)`."""
+        return keras.layers.MultiHeadAttention(
             num_heads=self.num_heads,
-            key_dim=self._key_dim(query_shape[-1]),
+            key_dim=key_dim,
             dropout=self.dropout,
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.attention_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="attention_norm",
-        )
+
+    def build(self, query_shape, value_shape):
+        query_shape = self.check_shape(query_shape, "query")
+        value_shape = self.check_shape(value_shape, "value")
+        self.attention = self.make_attention(self._key_dim(query_shape[-1]))
+        self.attention_norm = self.make_norm("attention_norm")
         self.make_feed_forward(query_shape[-1])
         self.attention.build(query_shape, value_shape)
         self.attention_norm.build(query_shape)
         self.build_feed_forward(query_shape)
 
-    def call(self, query, value, value_mask=None, training=None):
+    def attend(self, query, value, value_mask=None, training=None):
+        """The attention term `Multihead(X, Y, Y)`, 0 for a set with no key."""
+        if value.shape[1] == 0 or 0 in tuple(query.shape[:2]):
+            # No keys at all: the attention term of an all-masked set. No
+            # queries (or batch 0): an empty result, of the same shape
+            # (TensorFlow's einsum refuses some empty operands).
+            return ops.zeros_like(query)
         attention_mask = None
         any_valid = None
         if value_mask is not None:
             value_mask = ops.cast(value_mask, "bool")
-            any_valid = ops.any(value_mask, axis=1, keepdims=True)
+            any_valid = ops.any(value_mask, axis=1)
             # An all-masked set attends to everything (then the result is
             # replaced by 0 below), so no softmax row is ever fully masked.
-            value_mask = ops.logical_or(value_mask, ops.logical_not(any_valid))
+            value_mask = ops.logical_or(
+                value_mask, ops.logical_not(any_valid[:, None])
+            )
             query_valid = ops.ones_like(query[..., 0], dtype="bool")
             attention_mask = ops.logical_and(
                 ops.expand_dims(query_valid, -1),
                 ops.expand_dims(value_mask, 1),
             )
-        if value.shape[1] == 0 or 0 in tuple(query.shape[:2]):
-            # No keys at all: the attention term of an all-masked set. No
-            # queries (or batch 0): an empty result, of the same shape
-            # (TensorFlow's einsum refuses some empty operands).
-            return self.feed_forward(self.attention_norm(query))
         attended = self.attention(
             query,
             value,
             attention_mask=attention_mask,
             training=training,
         )
-        if any_valid is not None:
-            attended = ops.where(
-                ops.expand_dims(any_valid, -1),
-                attended,
-                ops.zeros_like(attended),
-            )
+        return zero_without_keys(attended, any_valid)
+
+    def call(self, query, value, value_mask=None, training=None):
+        attended = self.attend(
+            query, value, value_mask=value_mask, training=training
+        )
         return self.feed_forward(self.attention_norm(query + attended))
 
     def compute_output_shape(self, query_shape, value_shape):

@@ -12,6 +12,9 @@ The public multi-set layers are this wrapper around a given pair block:
 - `InducedMultisetAttentionBlock`: `MultiheadAttentionBlock` reading a
   per-set summary through inducing points instead of the set itself.
 
+The three attention layers share `AttentionMultisetBlock`, which takes the
+attention block's arguments and makes their pair block.
+
 A pair block is a layer called as `T(query, value, value_mask=None,
 training=None)` that returns a tensor shaped like `query`, built with
 `T.build(query_shape, value_shape)`, and whose class has a static
@@ -21,6 +24,10 @@ training=None)` that returns a tensor shaped like `query`, built with
 import keras
 from keras import ops
 
+from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
+from keras_msets.layers._multihead_attention_block import (
+    MultiheadAttentionBlock,
+)
 from keras_msets.layers._multihead_attention_block import as_features
 from keras_msets.layers._multihead_attention_block import (
     check_features_argument,
@@ -36,7 +43,7 @@ MERGES = ("concat", "sum")
 WEIGHT_SHARINGS = ("none", "cross", "symmetric")
 
 
-def _describe(value):
+def describe(value):
     """A short description of a call argument for error messages."""
     shape = getattr(value, "shape", None)
     if shape is not None:
@@ -49,6 +56,39 @@ def _is_shape(value):
         v is None or (isinstance(v, int) and not isinstance(v, bool))
         for v in value
     )
+
+
+def check_set_list(
+    input_shape, owner, num_sets=None, what="`inputs`", other_forms=""
+):
+    """Checks a list of at least 2 set shapes; returns it as tuples.
+
+    `owner` (e.g. "Layer 'msab'") names the layer or model, built for
+    `num_sets` sets (None: not built yet); `what` names the list and
+    `other_forms` says what else may stand for it.
+    """
+    if _is_shape(input_shape) or not isinstance(input_shape, (list, tuple)):
+        raise ValueError(
+            f"{what} must be a list of at least 2 sets{other_forms}, not a "
+            f"single tensor. Received: inputs of shape {input_shape}"
+        )
+    shapes = [tuple(s) for s in input_shape]
+    if len(shapes) < 2:
+        raise ValueError(
+            f"{what} must be a list of at least 2 sets. Received: inputs "
+            f"with {len(shapes)} set(s) of shapes {shapes}"
+        )
+    if num_sets is not None and len(shapes) != num_sets:
+        raise ValueError(
+            f"{owner} was built for {num_sets} sets. Received: "
+            f"{len(shapes)} sets"
+        )
+    return shapes
+
+
+def instance_suffixes(count, shared):
+    """Name suffixes of per-set sub-layers: `[""]` if shared, else `_{k}`."""
+    return [""] if shared else [f"_{k}" for k in range(count)]
 
 
 def _set_mask(mask):
@@ -84,6 +124,10 @@ class MultisetBlock(keras.layers.Layer):
     serializable on its own: each public subclass builds its pair block
     from its own arguments and writes them in its config.
 
+    A subclass lists in `pair_arguments` the pair block's arguments that
+    it takes itself: they are kept as its attributes and written in its
+    config after the multi-set structure's.
+
     Args:
         pair_block: an unbuilt pair block (see the module docstring). Its
             copies are made with `from_config`, renamed, and given this
@@ -95,6 +139,8 @@ class MultisetBlock(keras.layers.Layer):
         layer_norm_epsilon: epsilon of the merge layer norms.
         **kwargs: base layer keyword arguments.
     """
+
+    pair_arguments = ()
 
     def __init__(
         self,
@@ -120,6 +166,8 @@ class MultisetBlock(keras.layers.Layer):
         # so that it is never tracked (nor saved) as a sub-layer.
         self._pair_class = type(pair_block)
         self._pair_config = pair_block.get_config()
+        for name in self.pair_arguments:
+            setattr(self, name, getattr(pair_block, name))
         self.num_sets = None
         self.supports_masking = True
 
@@ -133,17 +181,9 @@ class MultisetBlock(keras.layers.Layer):
 
     def _check_shapes(self, input_shape):
         """Validates a list of set shapes; returns it as a list of tuples."""
-        if _is_shape(input_shape) or not isinstance(input_shape, (list, tuple)):
-            raise ValueError(
-                "`inputs` must be a list of at least 2 sets, not a single "
-                f"tensor. Received: inputs of shape {input_shape}"
-            )
-        shapes = [tuple(s) for s in input_shape]
-        if len(shapes) < 2:
-            raise ValueError(
-                "`inputs` must be a list of at least 2 sets. Received: "
-                f"inputs with {len(shapes)} set(s) of shapes {shapes}"
-            )
+        shapes = check_set_list(
+            input_shape, f"Layer '{self.name}'", self.num_sets
+        )
         shapes = [
             tuple(self._pair_class.check_shape(s, f"inputs[{k}]"))
             for k, s in enumerate(shapes)
@@ -164,11 +204,6 @@ class MultisetBlock(keras.layers.Layer):
             raise ValueError(
                 "All sets in `inputs` must have the same batch size. "
                 f"Received: inputs shapes={shapes}"
-            )
-        if self.num_sets is not None and len(shapes) != self.num_sets:
-            raise ValueError(
-                f"Layer '{self.name}' was built for {self.num_sets} sets. "
-                f"Received: inputs with {len(shapes)} sets"
             )
         return shapes
 
@@ -205,15 +240,15 @@ class MultisetBlock(keras.layers.Layer):
         num_sets = len(query_shapes)
         self.num_sets = num_sets
         dim = query_shapes[0][-1]
-        shared = self.weight_sharing == "symmetric"
+        suffixes = instance_suffixes(
+            num_sets, self.weight_sharing == "symmetric"
+        )
         self.self_blocks = []
         if not self.cross_only:
-            names = (
-                ["self_block"]
-                if shared
-                else [f"self_block_{k}" for k in range(num_sets)]
+            self.self_blocks.extend(
+                self.make_pair_block(f"self_block{suffix}")
+                for suffix in suffixes
             )
-            self.self_blocks.extend(self.make_pair_block(n) for n in names)
         if self.weight_sharing == "none":
             self.cross_blocks = [
                 self.make_pair_block(f"cross_block_{k}_{j}")
@@ -223,7 +258,6 @@ class MultisetBlock(keras.layers.Layer):
             ]
         else:
             self.cross_blocks = [self.make_pair_block("cross_block")]
-        merge_names = [""] if shared else [f"_{k}" for k in range(num_sets)]
         self.merge_denses = []
         if self.merge == "concat":
             self.merge_denses = [
@@ -233,7 +267,7 @@ class MultisetBlock(keras.layers.Layer):
                     dtype=self.dtype_policy,
                     name=f"merge_dense{suffix}",
                 )
-                for suffix in merge_names
+                for suffix in suffixes
             ]
         self.merge_norms = [
             keras.layers.LayerNormalization(
@@ -241,7 +275,7 @@ class MultisetBlock(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name=f"merge_norm{suffix}",
             )
-            for suffix in merge_names
+            for suffix in suffixes
         ]
         built = set()
         for k in range(num_sets):
@@ -254,7 +288,7 @@ class MultisetBlock(keras.layers.Layer):
                     block.build(query_shapes[q], value_shapes[v])
                     built.add(id(block))
         num_terms = 1 if self.cross_only else 2
-        for k in range(len(merge_names)):
+        for k in range(len(suffixes)):
             shape = query_shapes[k]
             if self.merge_denses:
                 self.merge_denses[k].build(shape[:-1] + (num_terms * dim,))
@@ -271,7 +305,7 @@ class MultisetBlock(keras.layers.Layer):
             if not isinstance(given, (list, tuple)):
                 raise ValueError(
                     f"`{name}` must be a list with one mask (or None) per "
-                    f"set. Received: {name}={_describe(given)}"
+                    f"set. Received: {name}={describe(given)}"
                 )
             if len(given) != num_sets:
                 raise ValueError(
@@ -290,7 +324,7 @@ class MultisetBlock(keras.layers.Layer):
         if not isinstance(inputs, (list, tuple)):
             raise ValueError(
                 "`inputs` must be a list of at least 2 sets. Received: "
-                f"inputs={_describe(inputs)}"
+                f"inputs={describe(inputs)}"
             )
         self._check_shapes([tuple(x.shape) for x in inputs])
         masks = self._resolve_masks(masks, mask, len(inputs))
@@ -391,4 +425,37 @@ class MultisetBlock(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
             }
         )
+        config.update(
+            {name: getattr(self, name) for name in self.pair_arguments}
+        )
         return config
+
+
+class AttentionMultisetBlock(MultisetBlock):
+    """A `MultisetBlock` whose pair block is an attention block (private).
+
+    The base of the public multi-set attention layers: it takes the
+    attention block's arguments, makes the pair block of class
+    `pair_class` from them, and passes the other keyword arguments
+    (`merge`, `cross_only`, `weight_sharing`, `merge_activation`, base
+    layer arguments) to `MultisetBlock`.
+    """
+
+    pair_class = MultiheadAttentionBlock
+    pair_arguments = BLOCK_ARGUMENTS
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim=None,
+        ff_dim=None,
+        dropout=0.0,
+        layer_norm_epsilon=1e-5,
+        **kwargs,
+    ):
+        pair_block = self.pair_class(
+            num_heads, key_dim, ff_dim, dropout, layer_norm_epsilon
+        )
+        super().__init__(
+            pair_block, layer_norm_epsilon=layer_norm_epsilon, **kwargs
+        )

@@ -4,25 +4,23 @@ import keras
 from keras import ops
 
 from keras_msets import ops as msets_ops
-from keras_msets.layers._feed_forward_block import FeedForwardBlock
-from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
-from keras_msets.layers._multihead_attention_block import block_arguments
-from keras_msets.layers._multiset_block import MultisetBlock
-from keras_msets.utils.validation import check_positive_int
-from keras_msets.utils.validation import check_rate
+from keras_msets.layers._multihead_attention_block import (
+    MultiheadAttentionBlock,
+)
+from keras_msets.layers._multihead_attention_block import check_layout
+from keras_msets.layers._multihead_attention_block import zero_without_keys
+from keras_msets.layers._multiset_block import AttentionMultisetBlock
 
 
 def check_multichannel_shape(input_shape, name="inputs"):
     """Checks a `[batch, set_size, d, channels]` shape, `channels` known."""
-    input_shape = tuple(input_shape)
-    if len(input_shape) != 4 or input_shape[-1] is None:
-        raise ValueError(
-            f"`{name}` must have shape [batch, set_size, d, channels] with "
-            f"a known `channels` (lift each coordinate to `channels` first, "
-            f"e.g. Dense(channels) on x[..., None]). Received: "
-            f"{name}.shape={input_shape}"
-        )
-    return input_shape
+    return check_layout(
+        input_shape,
+        name,
+        ("batch", "set_size", "d", "channels"),
+        hint=" (lift each coordinate to `channels` first, e.g. "
+        "Dense(channels) on x[..., None])",
+    )
 
 
 class MultichannelMultiHeadAttention(keras.layers.Layer):
@@ -95,96 +93,44 @@ class MultichannelMultiHeadAttention(keras.layers.Layer):
         probs = ops.softmax(logits, axis=-1)
         probs = self.dropout_layer(probs, training=training)
         attended = self.output_dense(ops.einsum("bhnm,bmdhk->bndhk", probs, v))
-        if any_valid is not None:
-            attended = ops.where(
-                any_valid[:, None, None, None],
-                attended,
-                ops.zeros_like(attended),
-            )
-        return attended
+        return zero_without_keys(attended, any_valid)
 
     def compute_output_shape(self, query_shape, value_shape):
         return tuple(query_shape)
 
 
-class MultichannelAttentionBlock(FeedForwardBlock):
+class MultichannelAttentionBlock(MultiheadAttentionBlock):
     """Post-LN multichannel transformer block of Sec. 3.5 (internal).
 
     `H = LN(X + MHA(X, Y))`, `out = LN(H + FF(H))` on sets of multichannel
     coordinates `[batch, n, d, channels]`, where `MHA` is
     `MultichannelMultiHeadAttention` and the layer norms and
     `FF = Dense(ff_dim, relu) -> Dense(channels)` act on the channels of
-    each (element, coordinate) with weights shared by all coordinates. The
-    attribute names mirror `MultiheadAttentionBlock`.
+    each (element, coordinate) with weights shared by all coordinates.
+    `MultiheadAttentionBlock` with the multichannel attention: the same
+    arguments, attribute names and weight names.
     """
 
     # The input contract of a pair block of `MultisetBlock`.
     check_shape = staticmethod(check_multichannel_shape)
 
-    def __init__(
-        self,
-        num_heads,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
-        **kwargs,
-    ):
-        num_heads = check_positive_int("num_heads", num_heads)
-        super().__init__(
-            ff_dim=ff_dim, layer_norm_epsilon=layer_norm_epsilon, **kwargs
-        )
-        self.num_heads = num_heads
-        self.key_dim = check_positive_int("key_dim", key_dim, allow_none=True)
-        self.dropout = check_rate("dropout", dropout)
-
-    def build(self, query_shape, value_shape):
-        query_shape = check_multichannel_shape(query_shape, "query")
-        value_shape = check_multichannel_shape(value_shape, "value")
-        channels = query_shape[-1]
-        key_dim = self.key_dim
-        if key_dim is None:
-            if channels % self.num_heads:
-                raise ValueError(
-                    "With `key_dim=None` the number of channels must be "
-                    f"divisible by `num_heads`. Received: channels="
-                    f"{channels}, num_heads={self.num_heads}"
-                )
-            key_dim = channels // self.num_heads
-        self.attention = MultichannelMultiHeadAttention(
+    def make_attention(self, key_dim):
+        return MultichannelMultiHeadAttention(
             self.num_heads,
             key_dim,
             dropout=self.dropout,
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.attention_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="attention_norm",
-        )
-        self.make_feed_forward(channels)
-        self.attention.build(query_shape, value_shape)
-        self.attention_norm.build(query_shape)
-        self.build_feed_forward(query_shape)
 
-    def call(self, query, value, value_mask=None, training=None):
-        attended = self.attention(
+    def attend(self, query, value, value_mask=None, training=None):
+        return self.attention(
             query, value, value_mask=value_mask, training=training
         )
-        return self.feed_forward(self.attention_norm(query + attended))
-
-    def compute_output_shape(self, query_shape, value_shape):
-        return tuple(query_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(block_arguments(self))
-        return config
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class DimensionEquivariantMultisetAttentionBlock(MultisetBlock):
+class DimensionEquivariantMultisetAttentionBlock(AttentionMultisetBlock):
     """Multi-set attention block equivariant to the input dimensions.
 
     The multichannel multi-set attention block of Selby et al. (Sec. 3.5):
@@ -226,14 +172,9 @@ class DimensionEquivariantMultisetAttentionBlock(MultisetBlock):
         ff_dim: hidden width of the feedforward networks. None (the
             default): `2 * channels` (App. B: latent 16 and feedforward 32
             per input dimension).
-        dropout: dropout rate on the attention probabilities. Defaults to 0.
-        layer_norm_epsilon: epsilon of every layer norm. Defaults to `1e-5`.
-        merge: `"concat"` (the default) or `"sum"` (Sum-Merge).
-        cross_only: if True, drops the self blocks (Cross-Only).
-        weight_sharing: `"none"` (the default), `"cross"` or `"symmetric"`,
-            as in `MultisetAttentionBlock`.
-        merge_activation: activation of the merge `g`. Defaults to
-            `"relu"`.
+        dropout, layer_norm_epsilon, merge, cross_only, weight_sharing,
+            merge_activation: as in `MultisetAttentionBlock` (all but
+            `dropout` and `layer_norm_epsilon` keyword-only).
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -242,11 +183,7 @@ class DimensionEquivariantMultisetAttentionBlock(MultisetBlock):
         masks: optional list of `K` boolean masks `[batch, n_k]` (or None
             entries); `[batch, n_k, d]` masks (the same for every
             coordinate, as this layer outputs) are accepted too.
-        mask: the same under Keras's name, filled from the inputs' Keras
-            masks; an entry of `masks` that is not None wins. Masks given
-            as `masks=` are not attached to the outputs: pass them to
-            the next block too.
-        training: whether dropout is active.
+        mask, training: as in `MultisetAttentionBlock`.
 
     Input shape:
         A list of `K` tensors `[batch, n_k, d, channels]`; `d` may be
@@ -276,40 +213,5 @@ class DimensionEquivariantMultisetAttentionBlock(MultisetBlock):
         - Zaheer et al., "Deep Sets", NeurIPS 2017.
     """
 
-    def __init__(
-        self,
-        num_heads,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        **kwargs,
-    ):
-        # The pair block T_kl: the multichannel transformer block.
-        pair_block = MultichannelAttentionBlock(
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-        )
-        super().__init__(
-            pair_block,
-            merge=merge,
-            cross_only=cross_only,
-            weight_sharing=weight_sharing,
-            merge_activation=merge_activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            **kwargs,
-        )
-        for name in BLOCK_ARGUMENTS:
-            setattr(self, name, getattr(pair_block, name))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(block_arguments(self))
-        return config
+    # The pair block T_kl: the multichannel transformer block.
+    pair_class = MultichannelAttentionBlock

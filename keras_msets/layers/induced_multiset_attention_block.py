@@ -1,17 +1,14 @@
 import keras
 
-from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
-from keras_msets.layers._multihead_attention_block import (
-    MultiheadAttentionBlock,
-)
-from keras_msets.layers._multihead_attention_block import block_arguments
-from keras_msets.layers._multihead_attention_block import repeat_for_batch
-from keras_msets.layers._multiset_block import MultisetBlock
-from keras_msets.utils.validation import check_positive_int
+from keras_msets.layers._multiset_block import AttentionMultisetBlock
+from keras_msets.layers._multiset_block import instance_suffixes
+from keras_msets.layers._set_attention_layer import InducingPointsMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class InducedMultisetAttentionBlock(MultisetBlock):
+class InducedMultisetAttentionBlock(
+    InducingPointsMixin, AttentionMultisetBlock
+):
     """Multi-set attention block through inducing points: linear in set size.
 
     The multi-set attention block of Selby et al. (eq. 10-11) with every
@@ -43,33 +40,18 @@ class InducedMultisetAttentionBlock(MultisetBlock):
     Args:
         num_inducing_points: number `m` of inducing points per set.
         num_heads: number of attention heads of every block.
-        key_dim: size of each head's queries, keys and values. None (the
-            default): `dim // num_heads`, which must divide evenly.
-        ff_dim: hidden width of the blocks' feedforward networks. None (the
-            default): `2 * dim`.
-        dropout: dropout rate on the attention probabilities. Defaults to 0.
-        layer_norm_epsilon: epsilon of every layer norm. Defaults to `1e-5`.
-        merge: `"concat"` (the default) or `"sum"` (Sum-Merge).
+        key_dim, ff_dim, dropout, layer_norm_epsilon, merge,
+            weight_sharing, merge_activation: keyword-only, as in
+            `MultisetAttentionBlock`.
         cross_only: if True, drops the self terms (Cross-Only). The
             summaries of every set are still computed (other sets read
             them).
-        weight_sharing: `"none"` (the default), `"cross"` or `"symmetric"`,
-            as in `MultisetAttentionBlock`.
-        merge_activation: activation of the merge `g`. Defaults to
-            `"relu"`.
         inducing_points_initializer: initializer of the inducing points.
             Defaults to `"glorot_uniform"`.
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: a list of `K >= 2` sets, each `[batch, n_k, dim]`.
-        masks: optional list of `K` boolean masks `[batch, n_k]` (or None
-            entries).
-        mask: the same under Keras's name, filled from the inputs' Keras
-            masks; an entry of `masks` that is not None wins. Masks given
-            as `masks=` are not attached to the outputs: pass them to
-            the next block too.
-        training: whether dropout is active.
+        inputs, masks, mask, training: as in `MultisetAttentionBlock`.
 
     Input shape:
         A list of `K` tensors `[batch, n_k, dim]`.
@@ -92,49 +74,6 @@ class InducedMultisetAttentionBlock(MultisetBlock):
           Permutation-Invariant Neural Networks", ICML 2019.
     """
 
-    def __init__(
-        self,
-        num_inducing_points,
-        num_heads,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        inducing_points_initializer="glorot_uniform",
-        **kwargs,
-    ):
-        num_inducing_points = check_positive_int(
-            "num_inducing_points", num_inducing_points
-        )
-        # The pair block T_kl = MAB(X_k, H_l) and the summary block
-        # H_l = MAB(I_l, X_l) are both copies of this block.
-        pair_block = MultiheadAttentionBlock(
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-        )
-        super().__init__(
-            pair_block,
-            merge=merge,
-            cross_only=cross_only,
-            weight_sharing=weight_sharing,
-            merge_activation=merge_activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            **kwargs,
-        )
-        self.num_inducing_points = num_inducing_points
-        for name in BLOCK_ARGUMENTS:
-            setattr(self, name, getattr(pair_block, name))
-        self.inducing_points_initializer = keras.initializers.get(
-            inducing_points_initializer
-        )
-
     def _summary_index(self, j):
         return 0 if self.weight_sharing == "symmetric" else j
 
@@ -144,18 +83,18 @@ class InducedMultisetAttentionBlock(MultisetBlock):
         summary_shapes = [(s[0], m, s[-1]) for s in shapes]
         # The pair blocks read the summaries H_l, not the sets.
         self.build_blocks(shapes, summary_shapes)
-        shared = self.weight_sharing == "symmetric"
-        suffixes = [""] if shared else [f"_{j}" for j in range(len(shapes))]
+        suffixes = instance_suffixes(
+            len(shapes), self.weight_sharing == "symmetric"
+        )
         self.inducing_blocks = []
         self.inducing_points = []
         for j, suffix in enumerate(suffixes):
             self.inducing_points.append(
-                self.add_weight(
-                    name=f"inducing_points{suffix}",
-                    shape=(m, shapes[j][-1]),
-                    initializer=self.inducing_points_initializer,
+                self.add_inducing_points(
+                    f"inducing_points{suffix}", shapes[j][-1]
                 )
             )
+            # The summary block H_j = MAB(I_j, X_j): a copy of the pair block.
             block = self.make_pair_block(f"inducing_block{suffix}")
             block.build(summary_shapes[j], shapes[j])
             self.inducing_blocks.append(block)
@@ -165,27 +104,16 @@ class InducedMultisetAttentionBlock(MultisetBlock):
         summaries = []
         for j, (x, set_mask) in enumerate(zip(sets, set_masks, strict=True)):
             index = self._summary_index(j)
-            # [batch, m, dim]: the inducing points, once per set.
-            inducing = repeat_for_batch(self.inducing_points[index], x)
             summaries.append(
-                self.inducing_blocks[index](
-                    inducing, x, value_mask=set_mask, training=training
+                self.summarize(
+                    self.inducing_blocks[index],
+                    self.inducing_points[index],
+                    x,
+                    set_mask,
+                    training,
                 )
             )
         # The summaries have no padding: no value masks.
         return self.merge_pairs(
             sets, summaries, [None] * len(sets), training=training
         )
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(block_arguments(self))
-        config.update(
-            {
-                "num_inducing_points": self.num_inducing_points,
-                "inducing_points_initializer": keras.initializers.serialize(
-                    self.inducing_points_initializer
-                ),
-            }
-        )
-        return config

@@ -1,19 +1,14 @@
 import keras
 
-from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
-from keras_msets.layers._multihead_attention_block import (
-    MultiheadAttentionBlock,
-)
-from keras_msets.layers._multihead_attention_block import block_arguments
 from keras_msets.layers._multiset_block import MERGES
 from keras_msets.layers._multiset_block import WEIGHT_SHARINGS
-from keras_msets.layers._multiset_block import MultisetBlock
+from keras_msets.layers._multiset_block import AttentionMultisetBlock
 
 __all__ = ["MERGES", "WEIGHT_SHARINGS", "MultisetAttentionBlock"]
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class MultisetAttentionBlock(MultisetBlock):
+class MultisetAttentionBlock(AttentionMultisetBlock):
     """Multi-set attention block (MSAB): every set attends to every set.
 
     Selby et al.'s block on `K >= 2` sets `X_1, ..., X_K` (eq. 10-11):
@@ -64,8 +59,9 @@ class MultisetAttentionBlock(MultisetBlock):
             default): `2 * dim` (App. B: hidden size twice the latent one).
         dropout: dropout rate on the attention probabilities. Defaults to 0.
         layer_norm_epsilon: epsilon of every layer norm. Defaults to `1e-5`.
-        merge: `"concat"` (the default, `g` on the concatenation) or
-            `"sum"` (the Sum-Merge ablation).
+        merge: keyword-only, as are the three arguments below:
+            `"concat"` (the default, `g` on the concatenation) or `"sum"`
+            (the Sum-Merge ablation).
         cross_only: if True, drops the self blocks (the Cross-Only
             ablation). Defaults to False.
         weight_sharing: `"none"` (the default), `"cross"` or `"symmetric"`,
@@ -107,42 +103,3 @@ class MultisetAttentionBlock(MultisetBlock):
         - Lee et al., "Set Transformer: A Framework for Attention-based
           Permutation-Invariant Neural Networks", ICML 2019.
     """
-
-    def __init__(
-        self,
-        num_heads,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        **kwargs,
-    ):
-        # The pair block T_kl (eq. 2); copies are made in build(), once the
-        # number of sets is known.
-        pair_block = MultiheadAttentionBlock(
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-        )
-        super().__init__(
-            pair_block,
-            merge=merge,
-            cross_only=cross_only,
-            weight_sharing=weight_sharing,
-            merge_activation=merge_activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            **kwargs,
-        )
-        for name in BLOCK_ARGUMENTS:
-            setattr(self, name, getattr(pair_block, name))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(block_arguments(self))
-        return config

@@ -56,11 +56,7 @@ class RelationBlock(FeedForwardBlock):
         self.relation_output = keras.layers.Dense(
             dim, dtype=self.dtype_policy, name="relation_output"
         )
-        self.relation_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="relation_norm",
-        )
+        self.relation_norm = self.make_norm("relation_norm")
         self.make_feed_forward(dim)
         pair_shape = query_shape[:2] + (value_shape[1], relation_dim)
         self.relation_output.build(pair_shape)
@@ -128,22 +124,15 @@ class MultisetRelationBlock(MultisetBlock):
         ff_dim: hidden width of the blocks' feedforward networks. None (the
             default): `2 * dim`.
         layer_norm_epsilon: epsilon of every layer norm. Defaults to `1e-5`.
-        merge: `"concat"` (the default) or `"sum"` (Sum-Merge).
-        cross_only: if True, drops the self blocks (Cross-Only).
-        weight_sharing: `"none"` (the default), `"cross"` or `"symmetric"`,
-            as in `MultisetAttentionBlock`.
-        merge_activation: activation of the merge `g`. Defaults to
-            `"relu"` (as in the paper and in the authors' RN code).
+        merge, cross_only, weight_sharing: keyword-only, as in
+            `MultisetAttentionBlock`.
+        merge_activation: keyword-only, the activation of the merge `g`.
+            Defaults to `"relu"` (as in the paper and in the authors' RN
+            code).
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: a list of `K >= 2` sets, each `[batch, n_k, dim]`.
-        masks: optional list of `K` boolean masks `[batch, n_k]` (or None
-            entries).
-        mask: the same under Keras's name, filled from the inputs' Keras
-            masks; an entry of `masks` that is not None wins. Masks given
-            as `masks=` are not attached to the outputs: pass them to
-            the next block too.
+        inputs, masks, mask: as in `MultisetAttentionBlock`.
 
     Input shape:
         A list of `K` tensors `[batch, n_k, dim]`.
@@ -165,16 +154,10 @@ class MultisetRelationBlock(MultisetBlock):
           reasoning", NeurIPS 2017.
     """
 
+    pair_arguments = ("relation_dim", "ff_dim")
+
     def __init__(
-        self,
-        relation_dim=None,
-        ff_dim=None,
-        layer_norm_epsilon=1e-5,
-        merge="concat",
-        cross_only=False,
-        weight_sharing="none",
-        merge_activation="relu",
-        **kwargs,
+        self, relation_dim=None, ff_dim=None, layer_norm_epsilon=1e-5, **kwargs
     ):
         # The pair block T_kl: the relation-network block.
         pair_block = RelationBlock(
@@ -183,19 +166,5 @@ class MultisetRelationBlock(MultisetBlock):
             layer_norm_epsilon=layer_norm_epsilon,
         )
         super().__init__(
-            pair_block,
-            merge=merge,
-            cross_only=cross_only,
-            weight_sharing=weight_sharing,
-            merge_activation=merge_activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            **kwargs,
+            pair_block, layer_norm_epsilon=layer_norm_epsilon, **kwargs
         )
-        self.relation_dim = pair_block.relation_dim
-        self.ff_dim = pair_block.ff_dim
-
-    def get_config(self):
-        config = super().get_config()
-        config["relation_dim"] = self.relation_dim
-        config["ff_dim"] = self.ff_dim
-        return config

@@ -1,23 +1,13 @@
 import keras
 
-from keras_msets.layers._multihead_attention_block import (
-    MultiheadAttentionBlock,
-)
-from keras_msets.layers._multihead_attention_block import as_features
-from keras_msets.layers._multihead_attention_block import block_arguments
-from keras_msets.layers._multihead_attention_block import (
-    check_features_argument,
-)
-from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import repeat_for_batch
-from keras_msets.layers._multihead_attention_block import set_mask
-from keras_msets.layers._multihead_attention_block import zero_padding
+from keras_msets.layers._set_attention_layer import SetAttentionLayer
 from keras_msets.utils.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class PoolingByMultiheadAttention(keras.layers.Layer):
+class PoolingByMultiheadAttention(SetAttentionLayer):
     """Pooling by multihead attention: learned seeds attend to the set.
 
     Lee et al.'s PMA, the pooling Selby et al. use on top of their encoders
@@ -36,25 +26,14 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
     Args:
         num_seeds: number `k` of learned seeds (outputs per set). Defaults
             to 1, as in the reference code.
-        num_heads: number of attention heads (keyword-only).
-        key_dim: size of each head's queries, keys and values. None (the
-            default): `dim // num_heads`, which must divide evenly.
-        ff_dim: hidden width of the feedforward network. None (the
-            default): `2 * dim`, the ratio of every setting in App. B of
-            Selby et al.
-        dropout: dropout rate on the attention probabilities. Defaults to 0.
-        layer_norm_epsilon: epsilon of the layer norms. Defaults to `1e-5`.
+        num_heads, key_dim, ff_dim, dropout, layer_norm_epsilon:
+            keyword-only, as in `SetAttentionBlock`.
         seeds_initializer: initializer of `S`. Defaults to
             `"glorot_uniform"` (Xavier, as in Lee et al.'s code).
         **kwargs: base layer keyword arguments (`name`, `dtype`, ...).
 
     Call arguments:
-        inputs: `[batch, set_size, dim]`. Integer or boolean features
-            are cast to the compute dtype. An empty set (`set_size` 0)
-            gives the result of an all-masked set.
-        mask: optional boolean `[batch, set_size]`, True for real elements.
-            An upstream Keras mask is used automatically.
-        training: whether dropout is active.
+        inputs, mask, training: as in `SetAttentionBlock`.
 
     Input shape:
         `[batch, set_size, dim]`.
@@ -80,28 +59,12 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
         num_seeds=1,
         *,
         num_heads,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
         seeds_initializer="glorot_uniform",
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(num_heads, **kwargs)
         self.num_seeds = check_positive_int("num_seeds", num_seeds)
-        self.block = MultiheadAttentionBlock(
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="block",
-        )
-        for name, value in block_arguments(self.block).items():
-            setattr(self, name, value)
         self.seeds_initializer = keras.initializers.get(seeds_initializer)
-        self.supports_masking = True
 
     def build(self, input_shape):
         input_shape = check_set_shape(input_shape)
@@ -111,17 +74,11 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
             shape=(self.num_seeds, dim),
             initializer=self.seeds_initializer,
         )
+        self.block = self.make_block("block")
         self.block.build((input_shape[0], self.num_seeds, dim), input_shape)
 
-    def __call__(self, inputs, *args, **kwargs):
-        check_features_argument("inputs", inputs)
-        check_mask_argument("mask", kwargs.get("mask"), inputs)
-        return super().__call__(inputs, *args, **kwargs)
-
     def call(self, inputs, mask=None, training=None):
-        check_set_shape(inputs.shape)
-        inputs = as_features(inputs, self.compute_dtype)
-        x, mask = zero_padding(inputs, set_mask("mask", mask, inputs))
+        x, mask = self.prepare_set(inputs, mask)
         # [batch, k, dim]: the seeds, once per set.
         seeds = repeat_for_batch(self.seeds, x)
         return self.block(seeds, x, value_mask=mask, training=training)
@@ -135,7 +92,6 @@ class PoolingByMultiheadAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(block_arguments(self))
         config.update(
             {
                 "num_seeds": self.num_seeds,

@@ -1,21 +1,11 @@
 import keras
 
-from keras_msets.layers._multihead_attention_block import (
-    MultiheadAttentionBlock,
-)
-from keras_msets.layers._multihead_attention_block import as_features
-from keras_msets.layers._multihead_attention_block import block_arguments
-from keras_msets.layers._multihead_attention_block import (
-    check_features_argument,
-)
-from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import check_set_shape
-from keras_msets.layers._multihead_attention_block import set_mask
-from keras_msets.layers._multihead_attention_block import zero_padding
+from keras_msets.layers._set_attention_layer import SetAttentionLayer
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class SetAttentionBlock(keras.layers.Layer):
+class SetAttentionBlock(SetAttentionLayer):
     """Set attention block: post-LN self-attention over the set, `MAB(X, X)`.
 
     The transformer block of Selby et al. (eq. 2) and Lee et al.'s SAB:
@@ -72,51 +62,11 @@ class SetAttentionBlock(keras.layers.Layer):
           Multi-Set Transformers", UAI 2022.
     """
 
-    def __init__(
-        self,
-        num_heads,
-        key_dim=None,
-        ff_dim=None,
-        dropout=0.0,
-        layer_norm_epsilon=1e-5,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        self.block = MultiheadAttentionBlock(
-            num_heads=num_heads,
-            key_dim=key_dim,
-            ff_dim=ff_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="block",
-        )
-        for name, value in block_arguments(self.block).items():
-            setattr(self, name, value)
-        self.supports_masking = True
-
     def build(self, input_shape):
         input_shape = check_set_shape(input_shape)
+        self.block = self.make_block("block")
         self.block.build(input_shape, input_shape)
 
-    def __call__(self, inputs, *args, **kwargs):
-        check_features_argument("inputs", inputs)
-        check_mask_argument("mask", kwargs.get("mask"), inputs)
-        return super().__call__(inputs, *args, **kwargs)
-
     def call(self, inputs, mask=None, training=None):
-        check_set_shape(inputs.shape)
-        inputs = as_features(inputs, self.compute_dtype)
-        x, mask = zero_padding(inputs, set_mask("mask", mask, inputs))
+        x, mask = self.prepare_set(inputs, mask)
         return self.block(x, x, value_mask=mask, training=training)
-
-    def compute_mask(self, inputs, mask=None):
-        return mask
-
-    def compute_output_shape(self, input_shape):
-        return tuple(check_set_shape(input_shape))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(block_arguments(self))
-        return config

@@ -111,16 +111,20 @@ class UnionTransformer(MultisetModel):
         inputs, masks, mask, training: as in `MultiSetTransformer`.
 
     Input shape:
-        `K` tensors `[batch, n_k, dim]`.
+        `K` tensors `[batch, n_k, dim]`, the same `dim` for every set.
 
     Output shape:
         `[batch, output_dim]`.
 
     Example:
-    >>> model = keras_msets.models.UnionTransformer(
-    ...     latent_dim=16, num_blocks=2)
-    >>> model([np.ones((2, 5, 3)), np.ones((2, 4, 3))]).shape
-    (2, 1)
+    >>> x = np.random.normal(size=(2, 5, 3)).astype("float32")
+    >>> y = np.random.normal(size=(2, 4, 3)).astype("float32")
+    >>> union = keras_msets.models.UnionTransformer(
+    ...     latent_dim=16, num_blocks=2, set_indicator=False)
+    >>> z_xy = keras.ops.convert_to_numpy(union([x, y]))
+    >>> z_yx = keras.ops.convert_to_numpy(union([y, x]))
+    >>> bool(np.allclose(z_xy, z_yx, atol=1e-5))  # f(X, Y) = f(Y, X)
+    True
 
     References:
         - Selby et al., "Learning Functions on Multiple Sets using
@@ -246,16 +250,19 @@ class SingleSetBaseline(MultisetModel):
         inputs, masks, mask, training: as in `MultiSetTransformer`.
 
     Input shape:
-        `K` tensors `[batch, n_k, dim]`.
+        `K` tensors `[batch, n_k, dim_k]`; the sizes `dim_k` may differ
+        with `share_input_projection=False`.
 
     Output shape:
         `[batch, output_dim]`.
 
     Example:
     >>> model = keras_msets.models.SingleSetBaseline(
-    ...     "rff", latent_dim=16, num_blocks=2)
-    >>> model([np.ones((2, 5, 3)), np.ones((2, 4, 3))]).shape
+    ...     "rff", latent_dim=16, num_blocks=2, share_input_projection=False)
+    >>> model([np.ones((2, 5, 3)), np.ones((2, 4, 7))]).shape
     (2, 1)
+    >>> len(model.blocks)  # 2 blocks per set, no weights shared
+    4
 
     References:
         - Selby et al., "Learning Functions on Multiple Sets using

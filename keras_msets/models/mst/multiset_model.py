@@ -10,6 +10,9 @@ encoder. The base class is not exported.
 import keras
 from keras import ops
 
+from keras_msets.layers._multiset_block import check_set_list
+from keras_msets.layers._multiset_block import describe
+from keras_msets.layers._multiset_block import instance_suffixes
 from keras_msets.layers.masked_set_pooling import MaskedSetPooling
 from keras_msets.layers.pooling_by_multihead_attention import (
     PoolingByMultiheadAttention,
@@ -28,20 +31,6 @@ INPUT_KEYS = ("sets", "masks")
 # tasks; 16 channels (hidden 32) per input dimension for KL / MI.
 DEFAULT_LATENT_DIM = 128
 DEFAULT_CHANNELS = 16
-
-
-def _is_shape(value):
-    return isinstance(value, (list, tuple)) and all(
-        v is None or (isinstance(v, int) and not isinstance(v, bool))
-        for v in value
-    )
-
-
-def _describe(value):
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        return f"a {type(value).__name__} of shape {tuple(shape)}"
-    return repr(value)
 
 
 def _mask_fits(mask_shape, set_shape):
@@ -201,13 +190,17 @@ class MultisetModel(keras.Model):
     def _resolved_ff_dim(self):
         return self.ff_dim or 2 * self.resolved_latent_dim
 
-    def _check_heads(self):
-        """Raises unless `num_heads` divides the latent width (key_dim=None)."""
+    def _check_heads(self, condition=""):
+        """Raises unless `num_heads` divides the latent width (key_dim=None).
+
+        `condition` (e.g. "`pooling='pma'` and ") says when the heads are
+        used, for the message.
+        """
         if self.key_dim is None and self.resolved_latent_dim % self.num_heads:
             raise ValueError(
-                "With `key_dim=None`, `latent_dim` must be divisible by "
-                f"`num_heads`. Received: latent_dim={self.resolved_latent_dim}"
-                f", num_heads={self.num_heads}"
+                f"With {condition}`key_dim=None`, `latent_dim` must be "
+                "divisible by `num_heads`. Received: latent_dim="
+                f"{self.resolved_latent_dim}, num_heads={self.num_heads}"
             )
 
     def _set_shapes_from(self, input_shape):
@@ -215,24 +208,14 @@ class MultisetModel(keras.Model):
         if isinstance(input_shape, dict):
             _check_input_dict(input_shape)
             input_shape = input_shape["sets"]
-        if _is_shape(input_shape) or not isinstance(input_shape, (list, tuple)):
-            raise ValueError(
-                "The inputs must be a list of at least 2 sets (or a dict "
-                "{'sets': [...], 'masks': [...]}), not a single tensor. "
-                f"Received: inputs of shape {input_shape}"
-            )
-        shapes = [tuple(s) for s in input_shape]
-        if len(shapes) < 2:
-            raise ValueError(
-                "The inputs must be a list of at least 2 sets. Received: "
-                f"{len(shapes)} set(s) of shapes {shapes}"
-            )
+        shapes = check_set_list(
+            input_shape,
+            f"Model '{self.name}'",
+            self.num_sets,
+            what="The inputs",
+            other_forms=" (or a dict {'sets': [...], 'masks': [...]})",
+        )
         self._check_set_shapes(shapes)
-        if self.num_sets is not None and len(shapes) != self.num_sets:
-            raise ValueError(
-                f"Model '{self.name}' was built for {self.num_sets} sets. "
-                f"Received: {len(shapes)} sets"
-            )
         return shapes
 
     def build(self, input_shape):
@@ -241,14 +224,14 @@ class MultisetModel(keras.Model):
         # Batch and set sizes are free: only the feature axes are kept.
         self._set_shapes = [[None, None] + list(s[2:]) for s in shapes]
         latent_dim = self.resolved_latent_dim
-        names = (
-            ["input_projection"]
-            if self.share_input_projection
-            else [f"input_projection_{k}" for k in range(self.num_sets)]
-        )
+        suffixes = instance_suffixes(self.num_sets, self.share_input_projection)
         self.input_projections = [
-            keras.layers.Dense(latent_dim, dtype=self.dtype_policy, name=n)
-            for n in names
+            keras.layers.Dense(
+                latent_dim,
+                dtype=self.dtype_policy,
+                name=f"input_projection{suffix}",
+            )
+            for suffix in suffixes
         ]
         for k, shape in enumerate(shapes):
             projection = self._projection(k)
@@ -274,13 +257,11 @@ class MultisetModel(keras.Model):
                 )
             ]
             return
-        shared = self._share_pooling() or len(pooled_shapes) == 1
-        names = (
-            ["pooling"]
-            if shared
-            else [f"pooling_{k}" for k in range(len(pooled_shapes))]
+        suffixes = instance_suffixes(
+            len(pooled_shapes),
+            self._share_pooling() or len(pooled_shapes) == 1,
         )
-        for k, name in enumerate(names):
+        for k, suffix in enumerate(suffixes):
             pma = PoolingByMultiheadAttention(
                 num_heads=self.num_heads,
                 key_dim=self.key_dim,
@@ -288,7 +269,7 @@ class MultisetModel(keras.Model):
                 dropout=self.dropout,
                 layer_norm_epsilon=self.layer_norm_epsilon,
                 dtype=self.dtype_policy,
-                name=name,
+                name=f"pooling{suffix}",
             )
             pma.build(pooled_shapes[k])
             self.poolings.append(pma)
@@ -353,7 +334,7 @@ class MultisetModel(keras.Model):
             raise ValueError(
                 "The inputs must be a list of at least 2 sets [batch, n_k, "
                 "dim] (or a dict {'sets': [...], 'masks': [...]}). "
-                f"Received: {_describe(inputs)}"
+                f"Received: {describe(inputs)}"
             )
         sets = list(inputs)
         num_sets = len(sets)
@@ -363,7 +344,7 @@ class MultisetModel(keras.Model):
             raise ValueError(
                 f"`masks` must be a list with one boolean mask [batch, n_k] "
                 f"(or None) per set ({num_sets} sets). Received: "
-                f"masks={_describe(masks)}"
+                f"masks={describe(masks)}"
             )
         if not isinstance(keras_mask, (list, tuple)) or len(keras_mask) != (
             num_sets

@@ -211,15 +211,18 @@ class MultiSetRelationNetwork(MultisetBlockModel):
         inputs, masks, mask, training: as in `MultiSetTransformer`.
 
     Input shape:
-        `K` tensors `[batch, n_k, dim]`.
+        `K` tensors `[batch, n_k, dim]`; each block holds
+        `[batch, n_k, n_l, relation_dim]` pair tensors.
 
     Output shape:
         `[batch, output_dim]`.
 
     Example:
     >>> model = keras_msets.models.MultiSetRelationNetwork(
-    ...     latent_dim=16, num_blocks=2)
-    >>> model([np.ones((2, 5, 3)), np.ones((2, 4, 3))]).shape
+    ...     latent_dim=16, num_blocks=2, relation_dim=8)
+    >>> x_mask = np.arange(5) < np.array([[5], [3]])  # 5 and 3 elements
+    >>> x, y = np.ones((2, 5, 3)), np.ones((2, 4, 3))
+    >>> model([x, y], masks=[x_mask, None]).shape
     (2, 1)
 
     References:
@@ -234,16 +237,8 @@ class MultiSetRelationNetwork(MultisetBlockModel):
         self.relation_dim = check_positive_int(
             "relation_dim", relation_dim, allow_none=True
         )
-        if (
-            self.pooling == "pma"
-            and self.key_dim is None
-            and self.resolved_latent_dim % self.num_heads
-        ):
-            raise ValueError(
-                "With `pooling='pma'` and `key_dim=None`, `latent_dim` must "
-                "be divisible by `num_heads`. Received: latent_dim="
-                f"{self.resolved_latent_dim}, num_heads={self.num_heads}"
-            )
+        if self.pooling == "pma":
+            self._check_heads("`pooling='pma'` and ")
 
     def make_block(self, name):
         return MultisetRelationBlock(
