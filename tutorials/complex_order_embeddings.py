@@ -51,6 +51,8 @@ This tutorial
 ## Setup
 """
 
+import argparse
+import io
 import os
 import time
 from pathlib import Path
@@ -68,8 +70,33 @@ from keras_msets.layers.complex_order_embedding import sinusoidal_frequencies
 from keras_msets.training import text_classification as recipe
 
 SMOKE = os.environ.get("KERAS_MSETS_SMOKE") == "1"
-OUTPUT_DIR = os.environ.get("KERAS_MSETS_TUTORIAL_DIR", ".")
-os.makedirs(OUTPUT_DIR, exist_ok=True)
+parser = argparse.ArgumentParser(description=__doc__)
+parser.add_argument(
+    "--output-dir",
+    default=os.path.join("tutorial_outputs", "complex_order_embeddings"),
+)
+parser.add_argument("--overwrite", action="store_true")
+args, _ = parser.parse_known_args()
+OUTPUT_DIR = args.output_dir
+if os.path.isdir(OUTPUT_DIR) and os.listdir(OUTPUT_DIR) and not args.overwrite:
+    raise SystemExit(
+        f"{OUTPUT_DIR} already holds files: pass --overwrite to replace "
+        "them, or --output-dir DIR to write elsewhere."
+    )
+print("Figures go to", "nowhere (smoke mode)" if SMOKE else OUTPUT_DIR)
+
+
+def save_figure(name, figure=None):
+    """Writes a figure to OUTPUT_DIR (in smoke mode: nowhere) and closes it."""
+    figure = plt.gcf() if figure is None else figure
+    if SMOKE:  # a smoke run's numbers mean nothing; draw, do not keep
+        figure.savefig(io.BytesIO(), format="png")
+    else:
+        os.makedirs(OUTPUT_DIR, exist_ok=True)
+        figure.savefig(os.path.join(OUTPUT_DIR, name), dpi=120)
+    plt.close(figure)
+
+
 keras.utils.set_random_seed(0)
 
 
@@ -165,8 +192,7 @@ for i, (word, ax) in enumerate(zip(words, axes, strict=True)):
     )
 axes[0].set_ylabel("Re f(j, pos) = r cos(omega pos)")
 plt.tight_layout()
-plt.savefig(os.path.join(OUTPUT_DIR, "complex_order_waves.png"), dpi=120)
-plt.close()
+save_figure("complex_order_waves.png")
 
 """
 ## The same word at two positions
@@ -414,8 +440,7 @@ plt.ylabel("number of words")
 plt.title("Learned frequencies, FastText + complex-order on MR")
 plt.legend()
 plt.tight_layout()
-plt.savefig(os.path.join(OUTPUT_DIR, "complex_order_frequencies.png"), dpi=120)
-plt.close()
+save_figure("complex_order_frequencies.png")
 
 """
 ## What to take away

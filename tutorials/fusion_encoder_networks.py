@@ -38,7 +38,10 @@ This tutorial
 ## Setup
 """
 
+import argparse
+import io
 import os
+import tempfile
 import time
 
 import keras
@@ -52,7 +55,33 @@ import keras_msets
 from keras_msets import data
 
 SMOKE = os.environ.get("KERAS_MSETS_SMOKE") == "1"
-OUTPUT_DIR = os.environ.get("KERAS_MSETS_TUTORIAL_DIR", ".")
+parser = argparse.ArgumentParser(description=__doc__)
+parser.add_argument(
+    "--output-dir",
+    default=os.path.join("tutorial_outputs", "fusion_encoder_networks"),
+)
+parser.add_argument("--overwrite", action="store_true")
+args, _ = parser.parse_known_args()
+OUTPUT_DIR = args.output_dir
+if os.path.isdir(OUTPUT_DIR) and os.listdir(OUTPUT_DIR) and not args.overwrite:
+    raise SystemExit(
+        f"{OUTPUT_DIR} already holds files: pass --overwrite to replace "
+        "them, or --output-dir DIR to write elsewhere."
+    )
+print("Figures go to", "nowhere (smoke mode)" if SMOKE else OUTPUT_DIR)
+
+
+def save_figure(name, figure=None):
+    """Writes a figure to OUTPUT_DIR (in smoke mode: nowhere) and closes it."""
+    figure = plt.gcf() if figure is None else figure
+    if SMOKE:  # a smoke run's numbers mean nothing; draw, do not keep
+        figure.savefig(io.BytesIO(), format="png")
+    else:
+        os.makedirs(OUTPUT_DIR, exist_ok=True)
+        figure.savefig(os.path.join(OUTPUT_DIR, name), dpi=120)
+    plt.close(figure)
+
+
 LENGTH = 8 if SMOKE else 16
 NUM_TRAIN = 256 if SMOKE else 20_000
 NUM_TEST = 256 if SMOKE else 5_000
@@ -96,7 +125,7 @@ tree: the only ones the final network keeps.
 """
 
 
-def plot_segments(segments, path):
+def plot_segments(segments, name):
     vertex_numbers = set(np.concatenate(segments.vertex_segments).tolist())
     # Row of each segment: the heights are stacked from the top, and the
     # segments of one vertex (at most 2**height - 1) get one row each;
@@ -139,11 +168,10 @@ def plot_segments(segments, path):
         " (orange: tree vertices; tick: split point sigma)"
     )
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(name, fig)
 
 
-plot_segments(segments, os.path.join(OUTPUT_DIR, "fen_segments.png"))
+plot_segments(segments, "fen_segments.png")
 
 """
 There are `N log2(N) + 1` segments: quasi-linear in `N`, while there are
@@ -268,7 +296,9 @@ fused_out = keras.ops.convert_to_numpy(fused(x_test))
 print("parameters: FEN", model.count_params(), "fused", fused.count_params())
 print("max |FEN - fused|:", float(np.max(np.abs(fen_out - fused_out))))
 
-path = os.path.join(OUTPUT_DIR, "fen_dyck1_fused.keras")
+folder = tempfile.mkdtemp() if SMOKE else OUTPUT_DIR  # smoke: write nothing
+os.makedirs(folder, exist_ok=True)
+path = os.path.join(folder, "fen_dyck1_fused.keras")
 fused.save(path)
 reloaded = keras.saving.load_model(path)
 reloaded_out = keras.ops.convert_to_numpy(reloaded(x_test))
@@ -329,8 +359,7 @@ plt.ylim(0.4, 1.02)
 plt.title("FEN (sharing='all'), local training")
 plt.legend()
 plt.tight_layout()
-plt.savefig(os.path.join(OUTPUT_DIR, "fen_dyck1_vs_parity.png"))
-plt.close()
+save_figure("fen_dyck1_vs_parity.png")
 
 """
 ## The pretrained preset

@@ -59,6 +59,8 @@ nothing. A normal run passes `model=None`, which loads the
 presets from the zoo (once; they are cached).
 """
 
+import argparse
+import io
 import os
 import warnings
 
@@ -74,7 +76,33 @@ from keras_msets.estimators import ksg_mutual_information
 from keras_msets.estimators import pretrained
 
 SMOKE = os.environ.get("KERAS_MSETS_SMOKE") == "1"
-OUTPUT_DIR = os.environ.get("KERAS_MSETS_TUTORIAL_DIR", ".")
+parser = argparse.ArgumentParser(description=__doc__)
+parser.add_argument(
+    "--output-dir",
+    default=os.path.join("tutorial_outputs", "multiset_transformer_estimators"),
+)
+parser.add_argument("--overwrite", action="store_true")
+args, _ = parser.parse_known_args()
+OUTPUT_DIR = args.output_dir
+if os.path.isdir(OUTPUT_DIR) and os.listdir(OUTPUT_DIR) and not args.overwrite:
+    raise SystemExit(
+        f"{OUTPUT_DIR} already holds files: pass --overwrite to replace "
+        "them, or --output-dir DIR to write elsewhere."
+    )
+print("Figures go to", "nowhere (smoke mode)" if SMOKE else OUTPUT_DIR)
+
+
+def save_figure(name, figure=None):
+    """Writes a figure to OUTPUT_DIR (in smoke mode: nowhere) and closes it."""
+    figure = plt.gcf() if figure is None else figure
+    if SMOKE:  # a smoke run's numbers mean nothing; draw, do not keep
+        figure.savefig(io.BytesIO(), format="png")
+    else:
+        os.makedirs(OUTPUT_DIR, exist_ok=True)
+        figure.savefig(os.path.join(OUTPUT_DIR, name), dpi=120)
+    plt.close(figure)
+
+
 keras.utils.set_random_seed(0)
 rng = np.random.default_rng(2022)
 
@@ -259,8 +287,7 @@ for axis, (title, truth, dims, mst, classical, name) in zip(
     axis.set_title(title)
     axis.legend(fontsize=7)
 figure.tight_layout()
-figure.savefig(os.path.join(OUTPUT_DIR, "estimators_vs_truth.png"), dpi=110)
-plt.close(figure)
+save_figure("estimators_vs_truth.png", figure)
 
 """
 ## Same distribution or not?
