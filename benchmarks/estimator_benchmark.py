@@ -116,7 +116,7 @@ def _table(rows, task):
             _fmt(r["truth"]),
             _fmt(e.get(f"{prefix}1")),
             _fmt(e.get(f"{prefix}3")),
-            f"{_fmt(e.get(f'{prefix}_best'))} (k={best_k})",
+            f"{_fmt(e.get(f'{prefix}_best'))} ({best_k})",
             _fmt(e.get("gaussian_plugin")),
         ]
         if neural:
@@ -133,16 +133,44 @@ def _table(rows, task):
     return lines
 
 
+ESTIMATOR_ORDER = {
+    "mi": (
+        "ours",
+        "ours_shipped",
+        "best_classical",
+        "ksg_k1",
+        "ksg_k3",
+        "ksg_k_best",
+        "gaussian_plugin",
+        "mine",
+        "infonce",
+    ),
+    "kl": (
+        "ours",
+        "ours_shipped",
+        "best_classical",
+        "knn_k1",
+        "knn_k3",
+        "knn_k_best",
+        "gaussian_plugin",
+    ),
+}
+
+
 def aggregate(rows):
-    """Per task and n: cells where ours beats the best classical estimator,
-    mean errors and mean seconds per pair."""
+    """Per task and n: cells where ours beats the best classical estimator
+    (and where it is over 1.5 times worse), each estimator's mean error
+    over the cells where ours ran and it has a value (with their count),
+    mean seconds per pair; for two-sample, mean accuracies."""
     out = {}
-    for task in ("mi", "kl"):
-        for n in sorted({r["n"] for r in rows}):
+    for n in sorted({r["n"] for r in rows}):
+        for task in ("mi", "kl"):
             part = [r for r in rows if r["task"] == task and r["n"] == n]
-            ran = [r for r in part if "ratio_ours_to_best" in r]
             if not part:
                 continue
+            ran = [r for r in part if "ratio_ours_to_best" in r]
+            for r in ran:
+                r["errors"]["best_classical"] = r["errors"][r["best_classical"]]
             summary = {
                 "cells": len(part),
                 "cells_ours_ran": len(ran),
@@ -158,24 +186,132 @@ def aggregate(rows):
                 "ours_over_1_5x": sum(
                     r["ratio_ours_to_best"] > 1.5 for r in ran
                 ),
+                "shipped_over_1_5x": sum(
+                    r["ratio_shipped_to_best"] > 1.5 for r in ran
+                ),
+                "mean_error": {},
+                "mean_seconds_per_pair": {},
             }
-            names = set.intersection(
-                *[set(r["errors"]) for r in ran] or [set()]
-            )
-            summary["mean_error_on_cells_ours_ran"] = {
-                k: float(np.mean([r["errors"][k] for r in ran]))
-                for k in sorted(names)
-            }
-            timed = set.intersection(
-                *[set(k for k, v in r["seconds"].items() if v) for r in part]
-                or [set()]
-            )
-            summary["mean_seconds_per_pair"] = {
-                k: float(np.mean([r["seconds"][k] for r in part]))
-                for k in sorted(timed)
-            }
+            for name in ESTIMATOR_ORDER[task]:
+                values = [r["errors"][name] for r in ran if name in r["errors"]]
+                if values:
+                    summary["mean_error"][name] = {
+                        "mean": float(np.mean(values)),
+                        "cells": len(values),
+                    }
+                times = [
+                    r["seconds"][name]
+                    for r in part
+                    if r["seconds"].get(name) is not None
+                ]
+                if times:
+                    summary["mean_seconds_per_pair"][name] = float(
+                        np.mean(times)
+                    )
             out[f"{task}_n{n}"] = summary
+        part = [r for r in rows if r["task"] == "two_sample" and r["n"] == n]
+        if part:
+            summary = {"cells": len(part), "mean_accuracy": {}}
+            for name in ("mmd", "c2st", "ours"):
+                got = [
+                    r["accuracy"][name]
+                    for r in part
+                    if isinstance(r["accuracy"].get(name), float)
+                ]
+                mmd_there = [
+                    r["accuracy"]["mmd"]
+                    for r in part
+                    if isinstance(r["accuracy"].get(name), float)
+                    and isinstance(r["accuracy"].get("mmd"), float)
+                ]
+                if got:
+                    summary["mean_accuracy"][name] = {
+                        "mean": float(np.mean(got)),
+                        "cells": len(got),
+                        "mmd_on_same_cells": float(np.mean(mmd_there))
+                        if mmd_there
+                        else None,
+                    }
+            out[f"two_sample_n{n}"] = summary
     return out
+
+
+def _aggregate_table(totals):
+    lines = [
+        "| task, n | cells (ours ran) | ours < best classical | shipped < "
+        "best | ours > 1.5x best | mean error: ours / shipped / best "
+        "classical / k=3 / best k / plug-in / MINE / InfoNCE | seconds "
+        "per pair: ours / k=3 / MINE |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for key, t in totals.items():
+        if key.startswith("two_sample"):
+            continue
+        task = key.split("_n")[0]
+        prefix = "ksg_k" if task == "mi" else "knn_k"
+        errors = t["mean_error"]
+        names = [
+            "ours",
+            "ours_shipped",
+            "best_classical",
+            f"{prefix}3",
+            f"{prefix}_best",
+            "gaussian_plugin",
+            "mine",
+            "infonce",
+        ]
+        shown = []
+        for name in names:
+            if name in errors:
+                value = errors[name]
+                extra = (
+                    ""
+                    if value["cells"] == t["cells_ours_ran"]
+                    else f" ({value['cells']} cells)"
+                )
+                shown.append(f"{value['mean']:.3f}{extra}")
+            elif name in ("mine", "infonce") and task == "kl":
+                continue
+            else:
+                shown.append("-")
+        seconds = t["mean_seconds_per_pair"]
+        times = " / ".join(
+            _fmt(seconds.get(name), 3)
+            for name in ("ours", f"{prefix}3", "mine")
+            if task == "mi" or name != "mine"
+        )
+        lines.append(
+            f"| {key.replace('_n', ', n = ')} | {t['cells']} "
+            f"({t['cells_ours_ran']}) | {t['ours_beats_best']} | "
+            f"{t['shipped_beats_best']} | {t['ours_over_1_5x']} | "
+            + " / ".join(shown)
+            + f" | {times} |"
+        )
+    lines += [
+        "",
+        "| two-sample, n | cells | mean accuracy MMD | C2ST | ours (cells; "
+        "MMD on those cells) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for key, t in totals.items():
+        if not key.startswith("two_sample"):
+            continue
+        acc = t["mean_accuracy"]
+
+        def show(name, acc=acc):
+            return _fmt(acc[name]["mean"], 3) if name in acc else "-"
+
+        ours = "-"
+        if "ours" in acc:
+            ours = (
+                f"{acc['ours']['mean']:.3f} ({acc['ours']['cells']}; "
+                f"{_fmt(acc['ours']['mmd_on_same_cells'])})"
+            )
+        lines.append(
+            f"| {key.split('_n')[1]} | {t['cells']} | {show('mmd')} | "
+            f"{show('c2st')} | {ours} |"
+        )
+    return lines
 
 
 def write_summary(problems, sizes, root, quick=False):
@@ -187,7 +323,7 @@ def write_summary(problems, sizes, root, quick=False):
     name = "summary_quick" if quick else "summary"
     with open(root / f"{name}.json", "w", encoding="utf-8") as file:
         json.dump({"rows": rows, "aggregate": totals}, file, indent=1)
-    lines = []
+    lines = ["### Totals", ""] + _aggregate_table(totals) + [""]
     for task, title in (
         ("mi", "Mutual information: mean absolute error (nats)"),
         ("kl", "KL divergence: mean absolute error (nats)"),

@@ -11,6 +11,7 @@ and run the cheap estimators only. The reported table uses the held-out
 seeds `HELD_OUT_SEEDS` only.
 """
 
+import fcntl
 import json
 import os
 import pathlib
@@ -47,22 +48,29 @@ def load_cell(root, problem, n):
 
 
 def save_cell(root, problem, n, cell):
+    """Writes `cell`, merged with what the file holds now (under a lock),
+    so that several runs may fill one cell at once."""
     path = cell_path(root, problem, n)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    with open(temporary, "w", encoding="utf-8") as file:
-        json.dump(cell, file, indent=1, sort_keys=True)
-    os.replace(temporary, path)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        on_disk = load_cell(root, problem, n)["seeds"]
+        for seed, records in on_disk.items():
+            mine = cell["seeds"].setdefault(seed, {})
+            for name, record in records.items():
+                mine.setdefault(name, record)
+        temporary = path.with_suffix(".tmp")
+        with open(temporary, "w", encoding="utf-8") as file:
+            json.dump(cell, file, indent=1, sort_keys=True)
+        os.replace(temporary, path)
 
 
 def schedule(phases, sizes):
-    """`(phase, n)` in the order they run: the cheap estimators at every
-    `n` first, then the pretrained and the neural ones, smallest `n`
-    first, so that stopping early leaves complete small-n cells."""
-    order = [("cheap", n) for n in sizes if "cheap" in phases]
-    for n in sizes:
-        order += [(p, n) for p in ("ours", "neural") if p in phases]
-    return order
+    """`(phase, n)` in the order they run: each phase at every `n`,
+    smallest first, before the next phase (cheap, then the pretrained
+    estimators, then the neural ones), so that stopping early leaves
+    whole phases done."""
+    return [(p, n) for p in PHASES if p in phases for n in sizes]
 
 
 def run(problems, sizes, seeds, phases, root, log=print, max_seconds=None):
@@ -70,6 +78,7 @@ def run(problems, sizes, seeds, phases, root, log=print, max_seconds=None):
     how many it computed."""
     start = time.time()
     done = 0
+    warm = set()
     for phase, n in schedule(phases, sizes):
         for problem in problems:
             cell = load_cell(root, problem, n)
@@ -89,6 +98,9 @@ def run(problems, sizes, seeds, phases, root, log=print, max_seconds=None):
                 }
                 if not todo:
                     continue
+                if phase == "ours" and problem.task not in warm:
+                    est.warm_up(problem.task)
+                    warm.add(problem.task)
                 sample = problem.sample(n, seed)
                 for name, function in todo.items():
                     if problem.task == "two_sample":
@@ -156,17 +168,22 @@ def summarize_cell(cell, held=HELD_OUT_SEEDS, dev=DEV_SEEDS):
         return _summarize_two_sample(cell, row, held)
     prefix = "ksg_k" if task == "mi" else "knn_k"
     fallback = f"{prefix}3" if task == "mi" else f"{prefix}1"
-    dev = {k: _mae(cell, f"{prefix}{k}", dev) for k in est.NEIGHBOURS}
-    dev = {k: v for k, v in dev.items() if v is not None}
+    # The "best k": the configuration (k; raw coordinates, or each one
+    # standardized) with the smallest error on the development seeds.
+    base = prefix.removesuffix("_k")
+    configs = [f"{base}_k{k}" for k in est.NEIGHBOURS] + [
+        f"{base}_std_k{k}" for k in est.NEIGHBOURS
+    ]
+    dev_errors = {c: _mae(cell, c, dev) for c in configs}
+    dev_errors = {c: v for c, v in dev_errors.items() if v is not None}
     errors = {
         name: _mae(cell, name, held)
-        for name in [f"{prefix}{k}" for k in est.NEIGHBOURS]
-        + ["gaussian_plugin", "mine", "infonce", "ours"]
+        for name in configs + ["gaussian_plugin", "mine", "infonce", "ours"]
     }
-    if dev:
-        best_k = min(dev, key=dev.get)
-        row["best_k"] = best_k
-        errors[f"{prefix}_best"] = errors[f"{prefix}{best_k}"]
+    if dev_errors:
+        best_k = min(dev_errors, key=dev_errors.get)
+        row["best_k"] = best_k.removeprefix(base + "_")
+        errors[f"{prefix}_best"] = errors[best_k]
     classical = [f"{prefix}1", f"{prefix}3", f"{prefix}_best"]
     classical = [c for c in classical if c in errors] + ["gaussian_plugin"]
     # MINE and InfoNCE are reported beside, not among the classical ones.
@@ -186,7 +203,10 @@ def summarize_cell(cell, held=HELD_OUT_SEEDS, dev=DEV_SEEDS):
     else:
         row["ours"] = "ran"
         row["heavy_tail_seeds"] = sum(bool(r["heavy_tails"]) for r in records)
-        row["warned_seeds"] = sum(bool(r["warnings"]) for r in records)
+        row["size_warning_seeds"] = sum(
+            any("trained on sets of" in m for m in r["warnings"])
+            for r in records
+        )
 
         def shipped(seed, record):
             if record["heavy_tails"]:
