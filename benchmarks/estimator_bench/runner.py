@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import pathlib
+import tempfile
 import time
 
 import numpy as np
@@ -52,7 +53,9 @@ def save_cell(root, problem, n, cell):
     so that several runs may fill one cell at once."""
     path = cell_path(root, problem, n)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
+    locks = pathlib.Path(tempfile.gettempdir()) / "estimator_benchmark_locks"
+    locks.mkdir(exist_ok=True)
+    with open(locks / f"{problem.name}_n{n}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         on_disk = load_cell(root, problem, n)["seeds"]
         for seed, records in on_disk.items():
