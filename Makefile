@@ -57,8 +57,8 @@ endef
 test: lint
 	$(call run_suite,)
 
-# Without the end-to-end tests marked `slow` (each has a faster test that
-# approximates its check); under 3 minutes per backend on 2 cores.
+# The development loop: the suite without the end-to-end tests marked
+# `slow` (each has a faster test that approximates its check).
 test-fast: install
 	$(call run_suite,-m "not slow")
 
