@@ -63,3 +63,33 @@ def test_targets_are_the_tokens_shifted_by_k():
             targets[row, 2:length], tokens[row, : length - 2]
         )
         assert np.all(targets[row, length:] == 0)
+
+
+def test_rows_kept_from_an_earlier_run(tmp_path):
+    script = _load_script()
+    first = script.main(["--smoke", "--output-dir", str(tmp_path / "a")])
+    earlier = tmp_path / "a" / "position_encodings.json"
+    second = script.main(
+        [
+            "--smoke",
+            "--rows",
+            "diagonal_polar_fixed",
+            "--keep-rows-from",
+            str(earlier),
+            "--output-dir",
+            str(tmp_path / "b"),
+        ]
+    )
+    assert set(second["runs"]) == set(script.ROWS)
+    for row in script.ROWS:
+        if row != "diagonal_polar_fixed":
+            assert second["runs"][row] == first["runs"][row], row
+    kept = second["settings"]["rows_kept_from_earlier_run"]
+    assert kept == sorted(set(script.ROWS) - {"diagonal_polar_fixed"})
+    assert "--keep-rows-from" in second["settings"]["command"]
+    # An earlier run with other settings is refused.
+    saved = json.loads(earlier.read_text())
+    saved["settings"]["epochs"] = 99
+    earlier.write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="same settings.*epochs"):
+        script.main(["--smoke", "--keep-rows-from", str(earlier)])
