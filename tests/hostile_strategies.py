@@ -89,8 +89,17 @@ def assert_finite(x, what="output"):
         )
 
 
+# The one set shape `[batch, set_size]` of the properties. Every test of a
+# layer uses it where it can (building the layer included): JAX compiles
+# each op of an eager call once per input shape, so a new shape costs a
+# whole layer's compilation.
+BATCH, SIZE = 3, 5
+# The second set of the multi-set properties, and their batch.
+MULTI_BATCH, SECOND_SIZE = 2, 4
+
+
 @st.composite
-def masked_sets(draw, dims, batches=(3,), sizes=(5,)):
+def masked_sets(draw, dims, batches=(BATCH,), sizes=(SIZE,)):
     """`(x, mask)`: a float32 batch of sets and a boolean mask.
 
     `dims` is the shape after `[batch, set_size]`. At least one row keeps

@@ -38,10 +38,14 @@ from keras_msets import layers
 from keras_msets import models
 from keras_msets import zoo
 from keras_msets.testing.threads import run_in_threads
+from tests.hostile_strategies import BATCH
 from tests.hostile_strategies import FAST
 from tests.hostile_strategies import FEW
+from tests.hostile_strategies import MULTI_BATCH
 from tests.hostile_strategies import PAD_VALUES
 from tests.hostile_strategies import SCALES
+from tests.hostile_strategies import SECOND_SIZE
+from tests.hostile_strategies import SIZE
 from tests.hostile_strategies import assert_clear_error
 from tests.hostile_strategies import assert_finite
 from tests.hostile_strategies import bad_ids
@@ -165,14 +169,15 @@ _BUILT = {}
 
 
 def _layer(name, dtype=None):
-    """The layer `name`, built once per module (float32) for speed."""
+    """The layer `name`, built once per module (float32) for speed, on
+    the properties' set shape."""
     factory, dims, _, _ = FLOAT_LAYERS[name]
     if dtype is not None:
         return factory(dtype=dtype)
     if name not in _BUILT:
         keras.utils.set_random_seed(0)
         layer = factory()
-        _call(name, layer, np.zeros((1, 2, *dims), "float32"))
+        _call(name, layer, np.zeros((BATCH, SIZE, *dims), "float32"))
         _BUILT[name] = layer
     return _BUILT[name]
 
@@ -241,15 +246,15 @@ def test_permuted_sets_give_the_same_or_permuted_result(name, data):
 
 
 @pytest.mark.parametrize("name", sorted(SET_LAYERS))
-@pytest.mark.parametrize("batch", [0, 2])
+@pytest.mark.parametrize("batch", [0, BATCH])
 def test_empty_sets_and_batch_zero(name, batch):
     """A set of size 0 gives the result of a fully masked set (finite, the
     right shape); batch 0 gives an output of batch 0."""
     _, dims, kind, _ = SET_LAYERS[name]
     layer = _layer(name)
     empty = _call(name, layer, np.zeros((batch, 0, *dims), "float32"))
-    x = np.ones((batch, 3, *dims), "float32")
-    masked = _call(name, layer, x, np.zeros((batch, 3), bool))
+    x = np.ones((batch, SIZE, *dims), "float32")
+    masked = _call(name, layer, x, np.zeros((batch, SIZE), bool))
     assert_finite(empty)
     if kind == "invariant":
         assert empty.shape == masked.shape
@@ -277,14 +282,14 @@ def test_nan_in_one_set_stays_in_that_set(name, data):
     """NaN in a valid element propagates (documented above), but only
     within its own row of the batch."""
     _, dims, _, _ = FLOAT_LAYERS[name]
-    x, _ = data.draw(masked_sets(dims, batches=(3,)))
-    row = data.draw(st.integers(0, 2))
+    x, _ = data.draw(masked_sets(dims))
+    row = data.draw(st.integers(0, BATCH - 1))
     position = data.draw(st.integers(0, x.shape[1] - 1))
     layer = _layer(name)
     clean = _call(name, layer, x)
     x[row, position] = np.nan
     poisoned = _call(name, layer, x)
-    others = [i for i in range(3) if i != row]
+    others = [i for i in range(BATCH) if i != row]
     np.testing.assert_allclose(poisoned[others], clean[others], atol=1e-5)
 
 
@@ -313,7 +318,8 @@ def test_mask_of_the_wrong_shape_or_dtype_is_a_clear_error(name):
 @pytest.mark.parametrize("name", sorted(FLOAT_LAYERS))
 def test_integer_features_give_the_float_result(name):
     _, dims, _, _ = FLOAT_LAYERS[name]
-    x = np.arange(2 * 3 * int(np.prod(dims))).reshape(2, 3, *dims) % 5
+    x = np.arange(BATCH * SIZE * int(np.prod(dims)))
+    x = x.reshape(BATCH, SIZE, *dims) % 5
     layer = _layer(name)
     np.testing.assert_allclose(
         _call(name, layer, x.astype("int32")),
@@ -334,7 +340,7 @@ def test_mixed_precision_matches_float32(name, policy, atol):
     reference = _layer(name)
     expected = _call(name, reference, x, mask)
     layer = _layer(name, dtype=policy)
-    _call(name, layer, np.zeros((1, 2, *dims), "float32"))
+    _call(name, layer, np.zeros_like(x), mask)
     layer.set_weights(reference.get_weights())
     got = _call(name, layer, x, mask)
     assert_finite(got)
@@ -343,8 +349,8 @@ def test_mixed_precision_matches_float32(name, policy, atol):
 
 def _fixed_sets(dims):
     rng = np.random.default_rng(7)
-    x = rng.normal(size=(2, 4, *dims)).astype("float32")
-    mask = np.array([[1, 1, 0, 1], [1, 0, 0, 0]], bool)
+    x = rng.normal(size=(BATCH, SIZE, *dims)).astype("float32")
+    mask = np.array([[1, 1, 0, 1, 1], [1, 0, 0, 0, 0], [0, 1, 1, 1, 0]], bool)
     return x, mask
 
 
@@ -377,7 +383,11 @@ def _multiset_layer(name):
         keras.utils.set_random_seed(0)
         factory, dims = MULTISET_LAYERS[name]
         layer = factory()
-        layer([np.zeros((1, 2, *dims), "float32")] * 2)
+        shapes = [(MULTI_BATCH, SIZE), (MULTI_BATCH, SECOND_SIZE)]
+        layer(
+            [np.zeros((*s, *dims), "float32") for s in shapes],
+            masks=[np.ones(s, bool) for s in shapes],
+        )
         _BUILT[key] = layer
     return _BUILT[key]
 
@@ -388,8 +398,10 @@ def _multiset_layer(name):
 def test_multiset_padding_permutation_and_all_masked(name, data, pad):
     dims = MULTISET_LAYERS[name][1]
     layer = _multiset_layer(name)
-    x, m = data.draw(masked_sets(dims, batches=(2,)))
-    y, n = data.draw(masked_sets(dims, batches=(2,), sizes=(4,)))
+    x, m = data.draw(masked_sets(dims, batches=(MULTI_BATCH,)))
+    y, n = data.draw(
+        masked_sets(dims, batches=(MULTI_BATCH,), sizes=(SECOND_SIZE,))
+    )
     order = data.draw(permutations(x.shape[1]))
     clean = numpy(
         layer(
@@ -426,20 +438,23 @@ def test_multiset_padding_permutation_and_all_masked(name, data, pad):
 def test_multiset_empty_set_and_wrong_inputs(name):
     dims = MULTISET_LAYERS[name][1]
     layer = _multiset_layer(name)
-    full = np.ones((2, 3, *dims), "float32")
-    out = numpy(layer([np.zeros((2, 0, *dims), "float32"), full]))
-    assert out[0].shape[:2] == (2, 0)
+    b = MULTI_BATCH
+    full = np.ones((b, SECOND_SIZE, *dims), "float32")
+    out = numpy(layer([np.zeros((b, 0, *dims), "float32"), full]))
+    assert out[0].shape[:2] == (b, 0)
     masked = numpy(
         layer(
-            [np.ones((2, 2, *dims), "float32"), full],
-            masks=[np.zeros((2, 2), bool), np.ones((2, 3), bool)],
+            [np.ones((b, SIZE, *dims), "float32"), full],
+            masks=[np.zeros((b, SIZE), bool), np.ones((b, SECOND_SIZE), bool)],
         )
     )
     assert_finite(out)
     np.testing.assert_allclose(out[1], masked[1], atol=1e-5)
     assert_clear_error(layer, [full])
-    assert_clear_error(layer, [full, np.ones((2, 3), "float32")])
-    assert_clear_error(layer, [full, full], masks=[np.ones((2, 4), bool)] * 2)
+    assert_clear_error(layer, [full, np.ones((b, SECOND_SIZE), "float32")])
+    assert_clear_error(
+        layer, [full, full], masks=[np.ones((b, SECOND_SIZE + 1), bool)] * 2
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -490,7 +505,7 @@ def _id_object(name):
         keras.utils.set_random_seed(0)
         factory = {**ID_LAYERS, **ID_MODELS}[name]
         obj = factory()
-        obj(np.ones((1, 4), "int32"))
+        obj(np.ones((2, 4), "int32"))
         _BUILT[key] = obj
     return _BUILT[key]
 
@@ -595,7 +610,12 @@ def _set_model(name):
     if key not in _BUILT:
         keras.utils.set_random_seed(0)
         model = SET_MODELS[name]()
-        model([np.zeros((1, 2, 2), "float32")] * 2)
+        model(
+            [
+                np.zeros((MULTI_BATCH, SIZE, 2), "float32"),
+                np.zeros((MULTI_BATCH, SECOND_SIZE, 2), "float32"),
+            ]
+        )
         _BUILT[key] = model
     return _BUILT[key]
 
@@ -607,8 +627,10 @@ def test_set_models_padding_permutation_and_magnitudes(name, data, pad, scale):
     """Padding never leaks, permuting a set leaves the output unchanged,
     huge and tiny magnitudes give finite outputs."""
     model = _set_model(name)
-    x, m = data.draw(masked_sets((2,), batches=(2,)))
-    y, n = data.draw(masked_sets((2,), batches=(2,), sizes=(4,)))
+    x, m = data.draw(masked_sets((2,), batches=(MULTI_BATCH,)))
+    y, n = data.draw(
+        masked_sets((2,), batches=(MULTI_BATCH,), sizes=(SECOND_SIZE,))
+    )
     order = data.draw(permutations(x.shape[1]))
     clean = numpy(model({"sets": [x, y], "masks": [m, n]}))
     dirty = numpy(
@@ -632,25 +654,33 @@ def test_set_models_padding_permutation_and_magnitudes(name, data, pad, scale):
 @pytest.mark.parametrize("name", sorted(SET_MODELS))
 def test_set_models_empty_sets_batch_zero_and_bad_inputs(name):
     model = _set_model(name)
-    full = np.ones((2, 3, 2), "float32")
-    empty = numpy(model([np.zeros((2, 0, 2), "float32"), full]))
+    b = MULTI_BATCH
+    full = np.ones((b, SECOND_SIZE, 2), "float32")
+    empty = numpy(model([np.zeros((b, 0, 2), "float32"), full]))
     masked = numpy(
         model(
             {
-                "sets": [np.ones((2, 2, 2), "float32"), full],
-                "masks": [np.zeros((2, 2), bool), np.ones((2, 3), bool)],
+                "sets": [np.ones((b, SIZE, 2), "float32"), full],
+                "masks": [
+                    np.zeros((b, SIZE), bool),
+                    np.ones((b, SECOND_SIZE), bool),
+                ],
             }
         )
     )
     assert_finite(empty)
     np.testing.assert_allclose(empty, masked, atol=1e-5)
-    out = numpy(model([np.zeros((0, 3, 2), "float32")] * 2))
+    out = numpy(model([np.zeros((0, SECOND_SIZE, 2), "float32")] * 2))
     assert out.shape[0] == 0
     assert_clear_error(model, [full])
-    assert_clear_error(model, [full, np.ones((2, 3), "float32")])
-    assert_clear_error(model, [full, np.ones((2, 3, 3), "float32")])
+    assert_clear_error(model, [full, np.ones((b, SECOND_SIZE), "float32")])
+    assert_clear_error(model, [full, np.ones((b, SECOND_SIZE, 3), "float32")])
     assert_clear_error(
-        model, {"sets": [full, full], "masks": [np.ones((2, 4), bool)] * 2}
+        model,
+        {
+            "sets": [full, full],
+            "masks": [np.ones((b, SECOND_SIZE + 1), bool)] * 2,
+        },
     )
 
 
