@@ -21,9 +21,14 @@ What the estimators refuse, and what they do outside the training data:
   sets (one positive factor, which every estimate here is invariant to),
   so values near 1e155 or 1e-300 give the answer of the same data at
   scale 1 instead of an overflowing covariance.
-- A `d` outside a preset's trained range is refused. Sets outside its
-  trained sizes, and a `d` where its card shows no skill, give a
-  `UserWarning` once per process per preset and reason.
+- A `d` outside a preset's trained range is refused. A `d` where its
+  card shows no skill, and set sizes where its error grows, give a
+  `UserWarning` once per process per preset and reason. The set sizes
+  are those where the preset's error on data like its training data was
+  measured not to grow (at n = 50, 200 and 1000 against the truth:
+  `benchmarks/estimator_sample_size.py`, kept in `set_size_ranges.json`
+  beside this module); for other weights or a `keras.Model` given as
+  `model`, the sizes it was trained on.
 - Tails (`out_of_distribution`): after the preset's own preprocessing,
   `keras_msets.stats.preprocessing.tail_statistic` (the largest
   per-coordinate sample kurtosis of either set) is compared with the

@@ -279,8 +279,9 @@ def kl_divergence(
             a `d` outside the presets' 1..16 (or outside the named
             preset's range), a set with fewer than `d + 1` points, a
             preset of another estimator as `model`, or heavy tails with
-            `out_of_distribution="raise"`. Sets outside the trained
-            100-150 points give a warning (once per process).
+            `out_of_distribution="raise"`. Set sizes where the preset's
+            measured error grows (trained on 100-150 points) give a
+            warning, once per process (`keras_msets.estimators`).
 
     Example:
     >>> rng = np.random.default_rng(0)
