@@ -238,7 +238,10 @@ def check_backend(backend, wheel, work, python):
     else:
         out = json.loads(lines[-1][len("RESULT") :])
     packages = run([*pip, "list", "--format=json"]).stdout
-    versions = {p["name"].lower(): p["version"] for p in json.loads(packages)}
+    versions = {
+        p["name"].lower().replace("_", "-"): p["version"]
+        for p in json.loads(packages)
+    }
     out.update(
         backend=backend,
         install_seconds=round(install_seconds, 1),
