@@ -330,7 +330,7 @@ def network_text(architecture, glove=False, **hyper):
     )
 
 
-def complex_order_recipe(source, architecture, paper, **hyper):
+def complex_order_recipe(source, architecture, paper, caveat="", **hyper):
     """`(TASK, RECIPE)` of the preset `complex_order_<architecture>_mr`.
 
     Args:
@@ -338,6 +338,8 @@ def complex_order_recipe(source, architecture, paper, **hyper):
             shipped vocabulary.
         architecture: `"cnn"` or `"transformer"`.
         paper: Wang et al.'s Table 2 (MR) accuracies, by embedding.
+        caveat: markdown that opens the card's text (how the preset
+            compares with its baselines).
         **hyper: `ComplexOrderMrTask` hyper-parameters (`glove`,
             `filters`, `embedding_dim`, ...).
     """
@@ -350,7 +352,8 @@ def complex_order_recipe(source, architecture, paper, **hyper):
         'complex-order word embeddings (Wang et al., "Encoding word order '
         'in complex embeddings", ICLR 2020) that classifies the polarity '
         "of a movie-review sentence.",
-        text=network_text(architecture, **hyper),
+        text=(f"{caveat}\n\n" if caveat else "")
+        + network_text(architecture, **hyper),
         budget_options=(("--folds", {"type": int, "nargs": "+"}),),
         source=source,
     )
