@@ -4,8 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_msets.ops.checks import check_integer_dtype
 from keras_msets.ops.checks import concrete_value
-from keras_msets.ops.checks import dtype_of
 from keras_msets.ops.phase import position_phase
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_float
@@ -164,22 +164,12 @@ class AutomatonRotaryEmbedding(keras.layers.Layer):
                 dtype="float32",
             )
 
-    @staticmethod
-    def _check_integers(name, value):
-        dtype = dtype_of(value)
-        if "int" not in dtype:
-            raise TypeError(
-                f"`{name}` must hold integer positions (an int dtype; float "
-                f"positions would be truncated). Received: {name} with "
-                f"dtype={dtype}"
-            )
-
     def _positions(self, length, start_index, positions):
         if positions is None:
-            self._check_integers("start_index", start_index)
+            check_integer_dtype("start_index", start_index, "positions")
             start = ops.cast(start_index, "int32")
             return (ops.arange(length, dtype="int32") + start)[None]
-        self._check_integers("positions", positions)
+        check_integer_dtype("positions", positions, "positions")
         values = concrete_value(positions)
         if values is not None and values.size and values.min() < 0:
             raise ValueError(
