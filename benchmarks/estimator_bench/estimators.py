@@ -232,7 +232,3 @@ def two_sample_correct(name, record):
     if name == "ours":
         return int(record["same"] >= 0.5) + int(record["different"] < 0.5)
     return int(record["same"] >= LEVEL) + int(record["different"] < LEVEL)
-
-
-def finite(value):
-    return value is not None and np.isfinite(value)
