@@ -61,8 +61,12 @@ def _rescaled(x, y):
     return x / scale, y / scale
 
 
-def _check_samples(name, value):
-    """Returns `value` as a finite float64 array `[n, d]`."""
+def as_samples(name, value, min_rows=1):
+    """`value` as a finite float64 array `[n, d]` with `n >= min_rows`.
+
+    Raises a `TypeError` for complex input and a `ValueError` naming
+    `name` for anything else that is not such an array.
+    """
     _check_real(name, value)
     try:
         array = np.asarray(value, dtype=np.float64)
@@ -77,6 +81,11 @@ def _check_samples(name, value):
             f"`{name}` must be a 2-D array `[num_samples, dim]` with "
             f"dim >= 1. Received: {name}.shape={array.shape}"
         )
+    if array.shape[0] < min_rows:
+        raise ValueError(
+            f"`{name}` must have at least {min_rows} rows. Received: "
+            f"{name}.shape={array.shape}"
+        )
     if not np.all(np.isfinite(array)):
         bad = int(np.count_nonzero(~np.isfinite(array)))
         raise ValueError(
@@ -86,17 +95,24 @@ def _check_samples(name, value):
     return array
 
 
-def _check_pair(k, x, y, axis, what):
-    """`(k, x, y)` checked; `x` and `y` must agree along `axis` (`what`
-    names that length in the error)."""
-    k = _check_k(k)
-    x = _check_samples("x", x)
-    y = _check_samples("y", y)
+def as_sample_pair(x, y, axis, what):
+    """`x` and `y` as sample arrays that agree along `axis` (`what` names
+    that length in the error: "number of columns", ...)."""
+    x = as_samples("x", x)
+    y = as_samples("y", y)
     if x.shape[axis] != y.shape[axis]:
         raise ValueError(
             f"`x` and `y` must have the same {what}. "
             f"Received: x.shape={x.shape}, y.shape={y.shape}"
         )
+    return x, y
+
+
+def _check_pair(k, x, y, axis, what):
+    """`(k, x, y)` checked; `x` and `y` must agree along `axis` (`what`
+    names that length in the error)."""
+    k = _check_k(k)
+    x, y = as_sample_pair(x, y, axis, what)
     return k, x, y
 
 

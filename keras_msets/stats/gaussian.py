@@ -14,43 +14,7 @@ costs one covariance.
 
 import numpy as np
 
-
-def as_samples(name, value, min_rows=1):
-    """`value` as a finite float64 array `[n, d]` with `n >= min_rows`.
-
-    Raises a `TypeError` for complex input and a `ValueError` naming
-    `name` for anything else that is not such an array.
-    """
-    if np.iscomplexobj(value):
-        raise TypeError(
-            f"`{name}` must hold real numbers. Received: {name} of dtype "
-            f"{np.asarray(value).dtype}"
-        )
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"`{name}` must be a 2-D array of real numbers `[num_samples, "
-            f"dim]`. Received: {name} of type {type(value).__name__} "
-            f"({error})"
-        ) from None
-    if array.ndim != 2 or array.shape[1] < 1:
-        raise ValueError(
-            f"`{name}` must be a 2-D array `[num_samples, dim]` with dim >= "
-            f"1. Received: {name}.shape={array.shape}"
-        )
-    if array.shape[0] < min_rows:
-        raise ValueError(
-            f"`{name}` must have at least {min_rows} rows. Received: "
-            f"{name}.shape={array.shape}"
-        )
-    if not np.all(np.isfinite(array)):
-        raise ValueError(
-            f"`{name}` must contain only finite values. Received: {name} "
-            f"with {int(np.count_nonzero(~np.isfinite(array)))} non-finite "
-            "entries"
-        )
-    return array
+from keras_msets.stats.classical import as_sample_pair
 
 
 def _logdet(name, matrix):
@@ -174,13 +138,7 @@ def gaussian_plugin_kl_divergence(x, y):
             non-finite values or too few rows, or whose sample covariance
             is singular (a constant coordinate, say).
     """
-    x = as_samples("x", x)
-    y = as_samples("y", y)
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(
-            "`x` and `y` must have the same number of columns. Received: "
-            f"x.shape={x.shape}, y.shape={y.shape}"
-        )
+    x, y = as_sample_pair(x, y, 1, "number of columns")
     mean_p, cov_p = _fitted("x", x)
     mean_q, cov_q = _fitted("y", y)
     return max(0.0, gaussian_kl_divergence(mean_p, cov_p, mean_q, cov_q))
@@ -203,12 +161,6 @@ def gaussian_plugin_mutual_information(x, y):
     Returns:
         The estimate in nats, a Python float (at least 0).
     """
-    x = as_samples("x", x)
-    y = as_samples("y", y)
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(
-            "`x` and `y` must have the same number of rows (paired "
-            f"samples). Received: x.shape={x.shape}, y.shape={y.shape}"
-        )
+    x, y = as_sample_pair(x, y, 0, "number of rows (paired samples)")
     _, cov = _fitted("[x, y]", np.concatenate([x, y], axis=1))
     return max(0.0, gaussian_mutual_information(cov, x.shape[1]))

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from keras_msets.stats.gaussian import as_samples
+from keras_msets.stats.classical import as_samples
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_non_negative_int
 from keras_msets.utils.validation import check_positive_float
