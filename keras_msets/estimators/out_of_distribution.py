@@ -86,15 +86,18 @@ def measured_set_sizes(preset):
     """
     record = _set_size_ranges(str(SET_SIZE_RANGES_PATH))
     found = record["presets"].get(os.path.basename(os.fspath(preset)))
-    if found is None:
-        return None
+    if found is None or not _same_weights(preset, found["weights_sha256"]):
+        return None  # not measured, or other weights than those measured
+    return int(found["low"]), int(found["high"])
+
+
+def _same_weights(preset, sha256):
+    """Whether the weights file of `preset` has this sha256."""
     try:
         files = zoo.info(preset).get("files_sha256", {})
     except ValueError:
-        return None
-    if files.get("model.weights.h5") != found["weights_sha256"]:
-        return None  # other weights than those measured
-    return int(found["low"]), int(found["high"])
+        return False
+    return files.get("model.weights.h5") == sha256
 
 
 def _warn_set_size(spec, sizes, estimator, measured, stacklevel):
@@ -164,14 +167,10 @@ def tail_thresholds(preset):
     calibration = _tail_calibration(str(TAIL_THRESHOLDS_PATH))
     name = os.path.basename(os.fspath(preset))
     found = calibration["thresholds"].get(name)
-    if found is None:
-        return None
-    try:
-        files = zoo.info(preset).get("files_sha256", {})
-    except ValueError:
-        return None
-    if files.get("model.weights.h5") != calibration["weights_sha256"][name]:
-        return None  # other weights than those calibrated
+    if found is None or not _same_weights(
+        preset, calibration["weights_sha256"][name]
+    ):
+        return None  # not calibrated, or other weights than those
     return {int(d): value for d, value in found.items()}
 
 
