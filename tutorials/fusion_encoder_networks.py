@@ -38,8 +38,6 @@ This tutorial
 ## Setup
 """
 
-import argparse
-import io
 import os
 import tempfile
 import time
@@ -53,33 +51,11 @@ import matplotlib.pyplot as plt
 
 import keras_msets
 from keras_msets import data
+from keras_msets.utils.tutorial_outputs import TutorialOutputs
 
-SMOKE = os.environ.get("KERAS_MSETS_SMOKE") == "1"
-parser = argparse.ArgumentParser(description=__doc__)
-parser.add_argument(
-    "--output-dir",
-    default=os.path.join("tutorial_outputs", "fusion_encoder_networks"),
-)
-parser.add_argument("--overwrite", action="store_true")
-args, _ = parser.parse_known_args()
-OUTPUT_DIR = args.output_dir
-if os.path.isdir(OUTPUT_DIR) and os.listdir(OUTPUT_DIR) and not args.overwrite:
-    raise SystemExit(
-        f"{OUTPUT_DIR} already holds files: pass --overwrite to replace "
-        "them, or --output-dir DIR to write elsewhere."
-    )
-print("Figures go to", "nowhere (smoke mode)" if SMOKE else OUTPUT_DIR)
-
-
-def save_figure(name, figure=None):
-    """Writes a figure to OUTPUT_DIR (in smoke mode: nowhere) and closes it."""
-    figure = plt.gcf() if figure is None else figure
-    if SMOKE:  # a smoke run's numbers mean nothing; draw, do not keep
-        figure.savefig(io.BytesIO(), format="png")
-    else:
-        os.makedirs(OUTPUT_DIR, exist_ok=True)
-        figure.savefig(os.path.join(OUTPUT_DIR, name), dpi=120)
-    plt.close(figure)
+OUTPUTS = TutorialOutputs("fusion_encoder_networks", __doc__)
+SMOKE, OUTPUT_DIR = OUTPUTS.smoke, OUTPUTS.directory
+save_figure = OUTPUTS.save_figure
 
 
 LENGTH = 8 if SMOKE else 16

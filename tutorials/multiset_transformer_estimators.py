@@ -59,9 +59,6 @@ nothing. A normal run passes `model=None`, which loads the
 presets from the zoo (once; they are cached).
 """
 
-import argparse
-import io
-import os
 import warnings
 
 import keras
@@ -74,33 +71,11 @@ import matplotlib.pyplot as plt
 from keras_msets.estimators import knn_kl_divergence
 from keras_msets.estimators import ksg_mutual_information
 from keras_msets.estimators import pretrained
+from keras_msets.utils.tutorial_outputs import TutorialOutputs
 
-SMOKE = os.environ.get("KERAS_MSETS_SMOKE") == "1"
-parser = argparse.ArgumentParser(description=__doc__)
-parser.add_argument(
-    "--output-dir",
-    default=os.path.join("tutorial_outputs", "multiset_transformer_estimators"),
-)
-parser.add_argument("--overwrite", action="store_true")
-args, _ = parser.parse_known_args()
-OUTPUT_DIR = args.output_dir
-if os.path.isdir(OUTPUT_DIR) and os.listdir(OUTPUT_DIR) and not args.overwrite:
-    raise SystemExit(
-        f"{OUTPUT_DIR} already holds files: pass --overwrite to replace "
-        "them, or --output-dir DIR to write elsewhere."
-    )
-print("Figures go to", "nowhere (smoke mode)" if SMOKE else OUTPUT_DIR)
-
-
-def save_figure(name, figure=None):
-    """Writes a figure to OUTPUT_DIR (in smoke mode: nowhere) and closes it."""
-    figure = plt.gcf() if figure is None else figure
-    if SMOKE:  # a smoke run's numbers mean nothing; draw, do not keep
-        figure.savefig(io.BytesIO(), format="png")
-    else:
-        os.makedirs(OUTPUT_DIR, exist_ok=True)
-        figure.savefig(os.path.join(OUTPUT_DIR, name), dpi=120)
-    plt.close(figure)
+OUTPUTS = TutorialOutputs("multiset_transformer_estimators", __doc__)
+SMOKE, OUTPUT_DIR = OUTPUTS.smoke, OUTPUTS.directory
+save_figure = OUTPUTS.save_figure
 
 
 keras.utils.set_random_seed(0)
