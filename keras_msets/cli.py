@@ -62,6 +62,9 @@ def _zoo_list(args):
             print(f"{name:<{width}}  broken: {_one_line(error)}")
             continue
         line = f"{name:<{width}}  {summary.get('what', '')}"
+        note = describe.list_note(summary)
+        if note:
+            line += f" {note}"
         if summary.get("metric"):
             line += f"  [{summary['metric']}]"
         print(line)

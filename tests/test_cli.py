@@ -57,6 +57,37 @@ def test_zoo_list_prints_what_each_preset_does_and_its_metric(capsys):
     assert "counts how many digit classes" in by_name["mst_count_shared_digits"]
 
 
+MR_PRESETS = [
+    name for name in PRESETS if zoo.info(name)["task"] == "mr_polarity"
+]
+
+
+def test_zoo_list_and_info_say_the_mr_presets_read_raw_sentences(capsys):
+    assert len(MR_PRESETS) == 3, MR_PRESETS
+    _, out, _ = _run(capsys, "zoo", "list")
+    by_name = {line.split()[0]: line for line in out.strip().splitlines()}
+    for name in PRESETS:
+        note = "Takes a list of raw sentences (strings)"
+        assert (note in by_name[name]) == (name in MR_PRESETS), name
+    for name in MR_PRESETS:
+        assert "returns [batch, 2] class probabilities" in by_name[name]
+        code, out, _ = _run(capsys, "zoo", "info", name)
+        fields = dict(
+            line.strip().split(":", 1) for line in out.splitlines()[1:]
+        )
+        assert code == 0
+        assert (
+            fields["input"]
+            .strip()
+            .startswith(
+                "a list of raw sentences (strings), or the int32 [batch, "
+            )
+        )
+        assert fields["output"].strip() == (
+            "[batch, 2] class probabilities (1 = positive)"
+        )
+
+
 def test_zoo_list_survives_a_broken_preset(tmp_path, monkeypatch, capsys):
     for name in (NAME, "deepsets_units_digit"):
         shutil.copytree(registry.presets_root() / name, tmp_path / name)

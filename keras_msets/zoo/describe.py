@@ -22,9 +22,14 @@ TASK_NEEDS = {
     },
     "shared_class_count": {"extras": ["data"], "data": None},
 }
+# What a preset's output means, per task (its shape comes from the
+# stored example).
+TASK_OUTPUTS = {"mr_polarity": "class probabilities (1 = positive)"}
 # Config class modules that need an optional package to load, and its
 # extra.
 MODULE_EXTRAS = {"keras_hub": "hub"}
+# What a model with a `TextPreprocessor` (in its config) reads.
+RAW_TEXT_INPUT = "a list of raw sentences (strings)"
 
 
 def _without_parentheses(text):
@@ -192,14 +197,39 @@ def _config_modules(config):
             yield from _config_modules(value)
 
 
-def extras(name, metadata):
-    """`(extras to load, extras and data to re-measure)` of a preset."""
-    load = set()
+def _config(name):
+    """The preset's model config, or `{}` when it cannot be read."""
     try:
         folder = registry.preset_dir(name)
-        config = registry.preset_io.read_config(folder, name)
+        return registry.preset_io.read_config(folder, name)
     except ValueError:
-        config = {}
+        return {}
+
+
+def takes_raw_text(config):
+    """Whether a model config holds a `TextPreprocessor`, so that the
+    model's `predict` reads raw sentences."""
+    return any(
+        module.startswith("keras_msets.models.text.preprocessor")
+        for module in _config_modules(config)
+    )
+
+
+def list_note(summary):
+    """What `zoo list` adds to a preset's line beyond what it does: the
+    input and output of a preset that reads raw sentences, else None."""
+    if not summary.get("input", "").startswith(RAW_TEXT_INPUT):
+        return None
+    output = summary.get("output")
+    return f"Takes {RAW_TEXT_INPUT}" + (
+        f", returns {output.split(' (')[0]}." if output else "."
+    )
+
+
+def extras(name, metadata, config=None):
+    """`(extras to load, extras and data to re-measure)` of a preset."""
+    load = set()
+    config = _config(name) if config is None else config
     for module in _config_modules(config):
         top = module.split(".")[0]
         if top in MODULE_EXTRAS:
@@ -242,7 +272,14 @@ def summary(name):
     target = metadata["path"] if registry._is_path(name) else name
     name = metadata.get("name", name)
     inputs, outputs = example_formats(metadata)
-    load, measure, data = extras(metadata["path"], metadata)
+    config = _config(metadata["path"])
+    if takes_raw_text(config):
+        inputs = RAW_TEXT_INPUT + (
+            f", or the {inputs} token ids" if inputs else ""
+        )
+    if outputs and metadata.get("task") in TASK_OUTPUTS:
+        outputs += f" {TASK_OUTPUTS[metadata['task']]}"
+    load, measure, data = extras(metadata["path"], metadata, config)
     needs = _extras_text(measure)
     if data:
         needs += f"; {data}"
