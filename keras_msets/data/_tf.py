@@ -3,14 +3,14 @@
 `keras_msets.data` is usable with numpy alone (JAX and PyTorch users need
 not install TensorFlow); only the functions that build a `tf.data.Dataset`
 or a TFDS builder import TensorFlow, through these helpers, when called.
+The messages name the extras of `pyproject.toml`: `tensorflow` installs
+TensorFlow (`tensorflow-cpu`), `data` installs TensorFlow Datasets.
 """
 
 import importlib
 
-_HINT = (
-    "Install it with `pip install keras-msets[data]` (TensorFlow Datasets) "
-    "and `pip install tensorflow` (or `tensorflow-cpu`)."
-)
+TF_DATA_INSTALL = "pip install keras-msets[tensorflow]"
+TFDS_INSTALL = "pip install keras-msets[tensorflow,data]"
 
 
 def import_tensorflow():
@@ -19,18 +19,22 @@ def import_tensorflow():
         return importlib.import_module("tensorflow")
     except ImportError as e:
         raise ImportError(
-            f"This function builds a `tf.data.Dataset` and needs TensorFlow, "
-            f"which could not be imported ({e}). {_HINT}"
+            "This function runs on TensorFlow (`tf.data` or "
+            "`TextVectorization`), which could not be imported "
+            f"({e}). Install it with "
+            f"`{TF_DATA_INSTALL}` (the `tensorflow` extra; any backend "
+            "can stay the Keras backend)."
         ) from e
 
 
 def import_tfds():
     """Returns `tensorflow_datasets`, or raises a helpful ImportError."""
-    import_tensorflow()
     try:
+        importlib.import_module("tensorflow")
         return importlib.import_module("tensorflow_datasets")
     except ImportError as e:
         raise ImportError(
-            f"This function needs TensorFlow Datasets, which could not be "
-            f"imported ({e}). {_HINT}"
+            "This function builds a TensorFlow Datasets builder and needs "
+            f"TensorFlow and TensorFlow Datasets, one of which could not be "
+            f"imported ({e}). Install them with `{TFDS_INSTALL}`."
         ) from e
