@@ -50,6 +50,14 @@ training) and prints our numbers beside the paper's:
   dimension-equivariant model is left out (the coordinates of a CNN
   embedding are not exchangeable, and the paper has no such row).
 
+Choosing between rows: every row of Tables 1 and 4 is also measured on
+development pairs (`--dev-size`, default as many as the test pairs; seed
+`2**32 + 8000 + d`, never a test pair), and the script ends by naming the
+model with the best development score (per d). Choose from that line,
+never from the test columns, which are for reporting. Rows saved without
+development pairs (before `--dev-size`) are left out of the choice. Table
+2 has no development pairs (any pairs reuse its held-out test images).
+
 Differences from the paper, by default:
 - One run per model (`--seeds 0`; the paper reports the mean and standard
   deviation of 3 runs: `--seeds 0 1 2`).
@@ -297,6 +305,10 @@ TINY = {
 }
 TINY_COUNTING = dict(TINY, filters=[2])
 RELATION_MODELS = {"multiset_rn": 4, "single_set_rn": 2}  # pairs of sets
+# Development pairs, for choosing between rows (seed + d), apart from the
+# test pairs (`mst.TEST_SEED + d`) that the table reports;
+# `benchmarks/mst_dev_selection.py` uses the same.
+DEV_SEED = mst.TEST_SEED + 8000
 
 
 def paper_row(table, name):
@@ -473,6 +485,8 @@ def run_row(args, name, d, seed):
         )
         ours = dict(metrics)
     eval_seconds = time.perf_counter() - start
+    if args.dev_size:
+        record["dev"] = dev_metrics(args, model, d)
     record.update(
         {
             "model": name,
@@ -501,6 +515,54 @@ def run_row(args, name, d, seed):
         record["checkpoint_steps"] = fit["checkpoint_steps"]
         record["resumed_chunks"] = fit["resumed_chunks"]
     return record
+
+
+def dev_metrics(args, model, d):
+    """The row's score on development pairs (`DEV_SEED`), for choosing.
+
+    Table 1: `{"mae": ...}` at `d`; Table 4: `{"accuracy": ...}`. Table 2
+    has none: its pairs of any seed are drawn from the same held-out
+    images as its test pairs.
+    """
+    if args.table == 1:
+        metrics = mst.evaluate_kl_divergence(
+            model, dims=(d,), num=args.dev_size, seed=DEV_SEED
+        )
+        return {"mae": metrics[f"mae_d{d}"]}
+    metrics = mst.evaluate_two_sample(model, num=args.dev_size, seed=DEV_SEED)
+    return {"accuracy": metrics["accuracy"]}
+
+
+def chosen_on_dev(table, results):
+    """Lines naming the best model per d on the development pairs.
+
+    Only rows measured on development pairs compete (mean over their
+    seeds); the test columns never decide. A d without such rows says so.
+    """
+    key, better = ("mae", min) if table == 1 else ("accuracy", max)
+    by_d = {}
+    for (name, d), records in grouped(results).items():
+        scores = [r["dev"][key] for r in records if "dev" in r]
+        by_d.setdefault(d, {})
+        if scores:
+            by_d[d][name] = float(np.mean(scores))
+    lines = []
+    for d, scores in by_d.items():
+        where = f" at d = {d}" if table == 1 else ""
+        if not scores:
+            lines.append(
+                f"No row{where} was measured on development pairs: choose "
+                "nothing from its test columns (rerun with --dev-size)."
+            )
+            continue
+        best = better(scores, key=scores.get)
+        lines.append(
+            f"Chosen on development pairs{where}: {paper_row(table, best)} "
+            f"(dev {key} {scores[best]:.4f}; {len(scores)} of "
+            f"{sum(1 for k in grouped(results) if k[1] == d)} rows "
+            "measured on dev)."
+        )
+    return lines
 
 
 def checkpoint_arguments(args, name, d, seed):
@@ -766,6 +828,14 @@ def parse_args(argv):
         default=None,
         help="test pairs (per d): default 1000 (Tables 1, 2), 2000 (4)",
     )
+    parser.add_argument(
+        "--dev-size",
+        type=int,
+        default=None,
+        help="Tables 1 and 4: development pairs (per d) each row is also "
+        "measured on, seed 2**32 + 8000 + d, to choose between rows "
+        "(default: as many as --test-size; 0: none)",
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument(
         "--batch-size", type=int, default=None, help="default: App. B's"
@@ -873,6 +943,17 @@ def parse_args(argv):
     }[args.table]
     args.steps = args.steps or mst.defaults(task)["paper_steps"]
     args.test_size = args.test_size or (2000 if args.table == 4 else 1000)
+    if args.dev_size is not None and args.dev_size < 0:
+        parser.error(f"--dev-size must be >= 0, got {args.dev_size}")
+    if args.table == 2:
+        if args.dev_size:
+            parser.error(
+                "--dev-size applies to --table 1 and 4 only (Table 2's "
+                "pairs of any seed reuse its held-out test images)"
+            )
+        args.dev_size = 0
+    elif args.dev_size is None:
+        args.dev_size = args.test_size
     args.overrides = None
     if args.tiny:
         args.overrides = dict(TINY_COUNTING if args.table == 2 else TINY)
@@ -1052,6 +1133,10 @@ def main(argv=None, model_overrides=None):
         print(line)
     print()
     print(markdown_table(args, results, skipped))
+    if args.table != 2:
+        print()
+        for line in chosen_on_dev(args.table, results):
+            print(line)
     return {
         "settings": settings,
         "results": results,
