@@ -11,6 +11,8 @@ from keras_msets.data.automata import diagonal_automaton_strings
 from keras_msets.data.automata import random_diagonal_automaton
 from keras_msets.data.automata import random_unary_automaton
 from keras_msets.data.automata import unary_automaton_strings
+from keras_msets.data.bible import load_verse_pairs
+from keras_msets.data.bible import split_by_book
 from keras_msets.data.digit_sum import TASKS
 from keras_msets.data.digit_sum import digit_sum_accuracy
 from keras_msets.data.digit_sum import digit_sum_test_sets
@@ -66,11 +68,13 @@ __all__ = [
     "load_glove",
     "load_images",
     "load_mr",
+    "load_verse_pairs",
     "monoid_task",
     "mutual_information_sets",
     "parity",
     "random_gaussian_mixture",
     "s3_word_problem",
+    "split_by_book",
     "sample_lkj_correlation",
     "stratified_folds",
     "texts_to_ids",
