@@ -21,12 +21,12 @@ chapter of the same book when that verse is the chapter's last (its
 verses are shifted by one); a chapter goes where two or more verses differ
 in length by more than 1.8 times (in characters) between the languages;
 and a single verse goes where the lengths differ by more than 2 times.
-This removes about 1,000 of the 31,102 verses of the Spanish module; a few misaligned
-pairs may remain. The Spanish module keeps the colophons at the end of
-some epistles ("Fué escrita á los Hebreos desde Italia ..."), the English
-does not. Extracting takes a minute or more; the pairs are then
-cached as a tab-separated file in `data_home()` (`KERAS_MSETS_DATA`, else
-`~/.cache/keras_msets`).
+This removes about 1,000 of the 31,102 verses of the Spanish module; a
+few misaligned pairs may remain. The Spanish module keeps the colophons
+at the end of some epistles ("Fué escrita á los Hebreos desde Italia
+..."), the English does not. Extracting takes a minute or more; the pairs
+are then cached as a tab-separated file in `data_home()`
+(`KERAS_MSETS_DATA`, else `~/.cache/keras_msets`).
 
 `split_by_book()` holds out whole books for development and test, so that
 no verse of a held-out book, nor its neighbours, is seen in training.
