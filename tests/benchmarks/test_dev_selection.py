@@ -58,7 +58,7 @@ def _fake_mst(script, monkeypatch, dev, test):
     """Candidates whose metrics depend on the seed they are measured on."""
     seen = []
 
-    def measure(name, model, seed, num):
+    def measure(name, model, seed, num, d):
         seen.append((model, seed, num))
         table = dev if seed == script.DEV_SEED else test
         assert seed in (script.DEV_SEED, script.UNTOUCHED_TEST_SEED)
