@@ -12,6 +12,7 @@ from keras import ops
 
 from keras_msets import ops as msets_ops
 from keras_msets.layers._feed_forward_block import FeedForwardBlock
+from keras_msets.layers._set_multi_head_attention import SetMultiHeadAttention
 
 # `as_features`, `check_features_argument` and `check_mask_argument` live in
 # `keras_msets.ops.checks` and are imported from here by the set layers.
@@ -171,8 +172,14 @@ class MultiheadAttentionBlock(FeedForwardBlock):
         return dim // self.num_heads
 
     def make_attention(self, key_dim):
-        """The unbuilt attention layer `Multihead(X, Y, Y)`."""
-        return keras.layers.MultiHeadAttention(
+        """The unbuilt attention layer `Multihead(X, Y, Y)`.
+
+        `SetMultiHeadAttention`: `keras.layers.MultiHeadAttention`'s
+        weights and results, its kernel chosen by shape (fused
+        `keras.ops.dot_product_attention`, or matmul + softmax where that
+        is faster on torch).
+        """
+        return SetMultiHeadAttention(
             num_heads=self.num_heads,
             key_dim=key_dim,
             dropout=self.dropout,
@@ -207,11 +214,8 @@ class MultiheadAttentionBlock(FeedForwardBlock):
             value_mask = ops.logical_or(
                 value_mask, ops.logical_not(any_valid[:, None])
             )
-            query_valid = ops.ones_like(query[..., 0], dtype="bool")
-            attention_mask = ops.logical_and(
-                ops.expand_dims(query_valid, -1),
-                ops.expand_dims(value_mask, 1),
-            )
+            # A key mask `[batch, 1, n_k]`, broadcast over the queries.
+            attention_mask = ops.expand_dims(value_mask, 1)
         attended = self.attention(
             query,
             value,

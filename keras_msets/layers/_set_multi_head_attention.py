@@ -1,0 +1,121 @@
+"""`keras.layers.MultiHeadAttention` with the attention kernel chosen by shape.
+
+Private: `MultiheadAttentionBlock.make_attention` builds it. It subclasses
+Keras's layer and overrides only `_compute_attention` (the product of the
+projected queries, keys and values), so the projections, their attribute
+and variable names (`query`, `key`, `value`, `attention_output`) and the
+weight files are exactly those of `keras.layers.MultiHeadAttention`.
+"""
+
+import keras
+from keras import ops
+
+# On the torch backend, plain matmul + softmax replaces the fused kernel
+# (`torch.nn.functional.scaled_dot_product_attention`) for these shapes:
+# few queries over many keys (pooling seeds) and many queries over few keys
+# (the elements attending to inducing points). Forward + backward of one
+# masked attention, batch 8, 4 heads of 32, one CPU thread, fused / plain:
+# 1.3-1.5 for 1-4 queries over 2,000-10,000 keys, 1.1-3.7 for 200-4,000
+# queries over 8-16 keys, 0.2-0.8 for square shapes (256-1,000 on each
+# side), where the fused kernel stays. On GPUs the memory-efficient fused
+# kernel's backward is far slower than the plain product for one query
+# over 10,000 keys (17x in fp32), the same direction.
+FEW_QUERIES = 4
+MANY_KEYS = 2000
+FEW_KEYS = 16
+MANY_QUERIES = 200
+
+# The logit of a masked key in the plain path: finite, as in
+# `keras.layers.Softmax` (float32).
+MASKED_LOGIT = -1e9
+
+
+def use_plain_kernel(num_queries, num_keys, backend=None):
+    """Whether the attention of these sizes uses plain matmul + softmax.
+
+    True only on the torch backend, for `num_queries <= FEW_QUERIES` over
+    `num_keys >= MANY_KEYS`, or `num_keys <= FEW_KEYS` for
+    `num_queries >= MANY_QUERIES`; unknown sizes (None) keep the fused
+    kernel. Elsewhere `keras.ops.dot_product_attention` is the backend's
+    own kernel (XLA's on JAX, fused where a GPU has one).
+    """
+    backend = backend or keras.backend.backend()
+    if backend != "torch" or num_queries is None or num_keys is None:
+        return False
+    return (num_queries <= FEW_QUERIES and num_keys >= MANY_KEYS) or (
+        num_keys <= FEW_KEYS and num_queries >= MANY_QUERIES
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class SetMultiHeadAttention(keras.layers.MultiHeadAttention):
+    """Multi-head attention over sets, its kernel chosen by shape (private).
+
+    `keras.layers.MultiHeadAttention` (same arguments, weights and
+    results) whose attention of rank-4 projected `[batch, n, heads, dim]`
+    tensors is `keras.ops.dot_product_attention` (the backend's fused
+    kernel) with a key mask `[batch, 1, n_k]` broadcast over the queries,
+    or, where `use_plain_kernel` says so on the torch backend, plain
+    `einsum` + masked softmax. Dropout on the attention probabilities
+    (training only) always takes the plain path, as in Keras. Returning
+    the scores, causal masks and other ranks are left to Keras.
+    """
+
+    def _compute_attention(
+        self,
+        query,
+        key,
+        value,
+        attention_mask=None,
+        training=None,
+        return_attention_scores=False,
+        use_causal_mask=False,
+    ):
+        if (
+            return_attention_scores
+            or use_causal_mask
+            or len(query.shape) != 4
+            or (attention_mask is not None and len(attention_mask.shape) != 3)
+        ):
+            return super()._compute_attention(
+                query,
+                key,
+                value,
+                attention_mask=attention_mask,
+                training=training,
+                return_attention_scores=return_attention_scores,
+                use_causal_mask=use_causal_mask,
+            )
+        mask = None
+        if attention_mask is not None:
+            # [batch, n_q or 1, n_k] -> [batch, 1 (heads), n_q or 1, n_k]
+            mask = ops.expand_dims(ops.cast(attention_mask, "bool"), 1)
+        dropout = bool(training) and self._dropout > 0.0
+        if dropout or use_plain_kernel(query.shape[1], key.shape[1]):
+            return self._plain_attention(query, key, value, mask, training)
+        attended = ops.dot_product_attention(
+            query,
+            key,
+            value,
+            mask=mask,
+            scale=self._inverse_sqrt_key_dim,
+            flash_attention=self._flash_attention,
+        )
+        return attended, None
+
+    def _plain_attention(self, query, key, value, mask, training):
+        """Matmul + masked softmax (+ dropout on the probabilities)."""
+        query = ops.multiply(
+            query, ops.cast(self._inverse_sqrt_key_dim, query.dtype)
+        )
+        scores = ops.einsum("btnh,bsnh->bnts", query, key)
+        if mask is not None:
+            scores = ops.where(
+                mask, scores, ops.cast(MASKED_LOGIT, scores.dtype)
+            )
+        probabilities = ops.softmax(scores, axis=-1)
+        if self._dropout > 0.0:
+            probabilities = self._dropout_layer(
+                probabilities, training=training
+            )
+        return ops.einsum("bnts,bsnh->btnh", probabilities, value), None
