@@ -48,9 +48,8 @@ def _with_gradients(block, query, value, mask):
     if backend == "jax":
         import jax
 
-        (_, out), grads = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(
-            query, value
-        )
+        gradient = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)
+        (_, out), grads = gradient(query, value)
     elif backend == "tensorflow":
         import tensorflow as tf
 
@@ -100,6 +99,7 @@ def test_kernels_agree_on_outputs_and_gradients(monkeypatch):
         ("output", "query gradient", "value gradient"),
         results["fused"],
         results["plain"],
+        strict=True,
     ):
         assert np.all(np.isfinite(fused)), name
         np.testing.assert_allclose(
