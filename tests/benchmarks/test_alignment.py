@@ -1,0 +1,95 @@
+"""The set-alignment benchmark draws honest pairs, stores and resumes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_msets.testing import load_script
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "alignment.py"
+BOOKS = {"train": ["Gen", "Exod"], "dev": ["Lev"], "test": ["Num"]}
+
+
+def _rows():
+    # Verse v of book b reads "bVv"; its "translation" is the reverse.
+    rows = []
+    for book in ("Gen", "Exod", "Lev", "Num"):
+        for verse in range(1, 13):
+            english = f"{book.lower()}x{verse} word{verse % 3}"
+            rows.append((book, 1, verse, english, english[::-1]))
+    return rows
+
+
+def test_pairs_hold_what_their_labels_say():
+    script = load_script(SCRIPT)
+    passages = script.Passages(_rows(), ["Gen", "Exod"], 4096, 12)
+
+    def verses(ids, table):
+        rows = [r for r in ids if r.any()]
+        return sorted(int(np.flatnonzero((table == r).all(1))[0]) for r in rows)
+
+    rng = np.random.default_rng(0)
+    for kind in script.NEGATIVES:
+        inputs, labels = passages.draw(rng, 64, 2, 5, (kind,))
+        assert 0 < labels.mean() < 1
+        for english, spanish, label in zip(
+            inputs["english"], inputs["spanish"], labels[:, 0], strict=True
+        ):
+            en = verses(english, passages.english)
+            es = verses(spanish, passages.spanish)
+            k = len(en)
+            assert len(es) == k and 2 <= k <= 5
+            # One passage: consecutive verses of one book.
+            assert en == list(range(en[0], en[0] + k))
+            assert len(set(passages.book[en])) == 1
+            shared = len(set(en) & set(es))
+            if label == 1:
+                assert shared == k
+            elif kind == "disjoint":
+                assert shared == 0
+            else:
+                assert shared == k - (k + 1) // 2
+
+
+def test_runs_are_stored_and_resumed(tmp_path, monkeypatch):
+    script = load_script(SCRIPT)
+    argv = [
+        "--tiny",
+        "--rows",
+        "single_set_transformer",
+        "multiset_transformer",
+        "--seeds",
+        "0",
+        "--verbose",
+        "0",
+        "--output-dir",
+        str(tmp_path),
+    ]
+    done = script.main(argv, rows=_rows(), books=BOOKS)
+    assert set(done) == {
+        ("single_set_transformer", 0),
+        ("multiset_transformer", 0),
+    }
+    for (row, _), result in done.items():
+        saved = json.loads((tmp_path / f"tiny_{row}_seed0.json").read_text())
+        assert saved["result"] == result
+        for key in ("test_accuracy_disjoint", "test_accuracy_half"):
+            assert 0.0 <= result[key] <= 1.0
+    # Same encoder for every model.
+    encoders = {r["encoder_params"] for r in done.values()}
+    assert len(encoders) == 1
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a stored run was trained again")
+
+    monkeypatch.setattr(script, "run_one", no_training)
+    assert script.main(argv, rows=_rows(), books=BOOKS) == done
+    # A stored run made with other settings is never taken for this one.
+    path = tmp_path / "tiny_multiset_transformer_seed0.json"
+    saved = json.loads(path.read_text())
+    saved["settings"]["learning_rate"] *= 2
+    path.write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="other settings"):
+        script.main(argv, rows=_rows(), books=BOOKS)
