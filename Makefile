@@ -13,6 +13,14 @@ DEMO_BACKEND ?= jax
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist): the suite is CPU-bound, one per core.
 TEST_WORKERS ?= 2
+# How xdist hands out tests: `worksteal` gives each worker one contiguous
+# half of the suite and lets an idle worker take half of the other's
+# remaining tests. A module then mostly runs in one process, so its
+# module-scoped fixtures (built models, loaded presets) and the programs
+# JAX compiles for its shapes are made once, not once per worker as when
+# `load` deals out small interleaved chunks; the stealing keeps the slow
+# tests at the end of the suite from leaving one core idle.
+TEST_DIST ?= worksteal
 
 .PHONY: install demo test test-fast check-installs lint format
 
@@ -46,7 +54,7 @@ define run_suite
 	for backend in $(BACKENDS); do \
 	  echo "=== KERAS_BACKEND=$$backend ==="; \
 	  KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
-	    -n $(TEST_WORKERS) $(1) \
+	    -n $(TEST_WORKERS) --dist $(TEST_DIST) $(1) \
 	    $(PYTEST_ARGS) || failed="$$failed $$backend"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED on:$$failed"; exit 1; fi; \
