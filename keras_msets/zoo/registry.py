@@ -180,14 +180,42 @@ def verify_weights(name):
     return verify(name, files=(WEIGHTS_FILE,)) / WEIGHTS_FILE
 
 
-def _compile(model, name, metadata):
+def _recipe_compile_record(name):
+    """`{"loss", "metrics"}` that the task of preset `name`'s recipe
+    declares, or None (no recipe, or a recipe without a task loss)."""
+    try:
+        module = load_recipe(name)
+    except ValueError:
+        return None
+    task = getattr(getattr(module, "RECIPE", None), "task", None)
+    loss = getattr(task, "loss", None)
+    if not isinstance(loss, str):
+        return None
+    # `list` is this module's preset listing: unpack instead.
+    metrics = [*getattr(task, "metrics", ())]
+    return {"loss": loss, "metrics": metrics or None}
+
+
+def _compile_record(name, metadata):
+    """The loss and metrics to compile preset `name` with: those its
+    metadata records, else those its recipe's task declares (presets
+    written before the metadata recorded them); raises a `ValueError`
+    when neither says."""
     record = metadata.get("compile")
-    if not isinstance(record, dict) or record.get("loss") is None:
+    if isinstance(record, dict) and record.get("loss") is not None:
+        return record
+    record = _recipe_compile_record(name)
+    if record is None:
         raise ValueError(
             f"Preset {name!r} records no loss in its {METADATA_FILE} "
-            "(`compile`), so `compile=True` cannot compile it. Load it "
-            "with compile=False and call `model.compile(...)` yourself."
+            "(`compile`) and its recipe declares none, so `compile=True` "
+            "cannot compile it. Load it with compile=False and call "
+            "`model.compile(...)` yourself."
         )
+    return record
+
+
+def _compile(model, record):
     model.compile_from_config(
         {
             "optimizer": "adam",
@@ -206,8 +234,9 @@ def load(name, load_weights=True, compile=False):
             handles (`hf://`, `kaggle://`) are not supported.
         load_weights: if False, returns the freshly initialised model.
         compile: if True, compiles the model with the loss and metrics its
-            metadata records (and Adam); presets saved without them
-            raise a `ValueError`.
+            metadata records (and Adam), or, where the metadata records
+            none, those its recipe's task declares; a preset with
+            neither raises a `ValueError`.
 
     Returns:
         A `keras.Model`, uncompiled unless `compile=True`.
@@ -226,14 +255,13 @@ def load(name, load_weights=True, compile=False):
     metadata = preset_io.read_metadata(folder, name)
     files = [f for f in VERIFIED_FILES if load_weights or f != WEIGHTS_FILE]
     preset_io.verify_files(folder, metadata, name, files=files)
-    if compile and not isinstance(metadata.get("compile"), dict):
-        _compile(None, name, metadata)  # raises
+    record = _compile_record(name, metadata) if compile else None
     config = preset_io.read_config(folder, name)
     model = keras.saving.deserialize_keras_object(config, safe_mode=True)
     if load_weights:
         model.load_weights(folder / WEIGHTS_FILE)
     if compile:
-        _compile(model, name, metadata)
+        _compile(model, record)
     return model
 
 
