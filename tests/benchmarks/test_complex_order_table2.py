@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
 
@@ -18,6 +19,7 @@ def _load_script():
     return load_script(SCRIPT)
 
 
+@pytest.mark.slow
 def test_complex_order_table2_smoke(tmp_path, capsys):
     script = _load_script()
     output = tmp_path / "table2.json"

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from keras_msets.testing import load_script
 
 SCRIPT = (
@@ -16,6 +18,7 @@ def _load_script():
     return load_script(SCRIPT)
 
 
+@pytest.mark.slow
 def test_complex_order_table4_smoke(tmp_path, capsys, monkeypatch):
     script = _load_script()
     output = tmp_path / "table4.json"

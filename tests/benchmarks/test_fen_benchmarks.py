@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
 
@@ -14,6 +15,7 @@ def _load_script(name):
     return load_script(BENCHMARKS / f"{name}.py")
 
 
+@pytest.mark.slow
 def test_fen_comparison_smoke(tmp_path):
     script = _load_script("fen_comparison")
     out = tmp_path / "comparison.json"
@@ -87,6 +89,7 @@ def test_batch_stream_covers_the_data_once_per_epoch():
     assert len(rows) == 20
 
 
+@pytest.mark.slow
 def test_fen_scaling_smoke(tmp_path):
     script = _load_script("fen_scaling")
     out = tmp_path / "scaling.json"

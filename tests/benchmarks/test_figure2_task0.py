@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
 
@@ -14,6 +15,7 @@ def _load_script():
     return load_script(SCRIPT)
 
 
+@pytest.mark.slow
 def test_figure2_task0_smoke(tmp_path):
     script = _load_script()
     results = script.main(["--smoke", "--output-dir", str(tmp_path)])

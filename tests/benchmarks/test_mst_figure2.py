@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
 from keras_msets.training.tasks import mst
@@ -29,6 +30,7 @@ def _load_script():
     return load_script(SCRIPT)
 
 
+@pytest.mark.slow
 def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
     script = _load_script()
     model = mst.build_model("mutual_information", **TINY)
