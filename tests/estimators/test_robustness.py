@@ -133,6 +133,9 @@ def test_split_preset_is_invariant_to_negating_y():
     assert abs(a - 1.99) < 0.6, a
 
 
+# The shipped presets at n = 130-400 (7-9 s on jax); the detection alone
+# is checked faster in test_warnings.py (heavier tails warn).
+@pytest.mark.slow
 def test_heavy_tails_fall_back_to_ksg_with_a_warning():
     x, y, truth = _student_t_pairs(400, 0.6, 1, 0)
     with pytest.warns(UserWarning, match="tails") as caught:
@@ -153,6 +156,7 @@ def test_heavy_tails_fall_back_to_ksg_with_a_warning():
         estimators.mutual_information(x, y, out_of_distribution="ignore")
 
 
+@pytest.mark.slow
 def test_heavy_tails_in_a_batch_fall_back_for_those_pairs_only():
     heavy = _student_t_pairs(130, 0.6, 1, 1)[:2]
     rng = np.random.default_rng(2)
