@@ -287,6 +287,11 @@ def build_model(row, config):
 def evaluate_bpc(model, ids, context, batch_size=64):
     """Bits per character of `ids` (see `windows`)."""
     inputs, targets = windows(ids, context)
+    # Whole batches only (padding rows have no target): one input shape,
+    # one compiled graph.
+    pad = -len(inputs) % batch_size
+    inputs = np.pad(inputs, ((0, pad), (0, 0)))
+    targets = np.pad(targets, ((0, pad), (0, 0)))
     total, count = 0.0, 0
     for start in range(0, len(inputs), batch_size):
         x = inputs[start : start + batch_size]

@@ -53,6 +53,7 @@ def test_pairs_hold_what_their_labels_say():
                 assert shared == k - (k + 1) // 2
 
 
+@pytest.mark.slow
 def test_runs_are_stored_and_resumed(tmp_path, monkeypatch):
     script = load_script(SCRIPT)
     argv = [

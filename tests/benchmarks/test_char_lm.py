@@ -40,6 +40,7 @@ def test_normalise_and_windows():
         script.encode("Not normalised")
 
 
+@pytest.mark.slow
 def test_runs_are_stored_and_resumed(tmp_path, monkeypatch):
     script = load_script(SCRIPT)
     argv = [
