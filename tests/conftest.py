@@ -57,13 +57,21 @@ def _disable_tf32():
 _disable_tf32()
 
 # JAX's persistent compilation cache: a compiled program is stored under
-# its HLO, so the many tests that build the same small model (and the
-# other xdist worker) load it instead of compiling it again, and a second
-# run of the suite compiles little. `KERAS_MSETS_JAX_CACHE=` (empty)
-# turns it off.
+# a hash of its HLO, the XLA flags and the jax version, so the many tests
+# that build the same small model (and the other xdist worker) load it
+# instead of compiling it again, and a later run of the suite compiles
+# little. It lives outside the checkout (under ~/.cache/keras_msets, the
+# default data home), so that a fresh clone, as in CI, finds it warm too;
+# entries of other jax versions or flags are never read, and the folder
+# may be deleted at any time. `KERAS_MSETS_JAX_CACHE=<folder>` moves it,
+# `KERAS_MSETS_JAX_CACHE=` (empty) turns it off.
 JAX_CACHE_DIR = os.environ.get(
     "KERAS_MSETS_JAX_CACHE",
-    os.path.join(os.path.dirname(os.path.dirname(__file__)), ".cache", "jax"),
+    os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+        "keras_msets",
+        "jax_test_compilations",
+    ),
 )
 
 
