@@ -28,7 +28,7 @@ Run it from the repository root with `python tutorials/complex_deepsets.py`
 (`pip install keras-msets[plots]` for matplotlib). It writes its figure to
 `tutorial_outputs/complex_deepsets/` (`--output-dir DIR` picks another
 folder; a folder that already holds files is refused unless `--overwrite`
-is given). `KERAS_MSETS_SMOKE=1` runs a tiny version in seconds, as the
+is given). `KERAS_MSETS_SMOKE=1` runs a tiny version, as the
 test suite does, and writes no figure.
 """
 

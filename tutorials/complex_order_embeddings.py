@@ -2,7 +2,7 @@
 Title: Word order as a phase: complex-order embeddings
 Author: keras_msets developers
 Date created: 2026/11/23
-Last modified: 2026/11/23
+Last modified: 2026/11/27
 Description: Each dimension of a complex-order word embedding is a wave over
 positions; the Transformer's sinusoids are a special case; a text classifier
 on MR with it.
@@ -45,6 +45,15 @@ This tutorial
    complex-order embeddings and compares it with the sinusoidal position
    encoding added to word vectors (TPE),
 5. looks at the frequencies the classifier learned (the paper's App. D).
+
+Run it from the repository root with
+`python tutorials/complex_order_embeddings.py`. It needs matplotlib and
+KerasHub (`pip install keras-msets[plots,hub]`) and the MR sentences
+(`keras-msets data fetch mr`, once). It writes its figures to
+`tutorial_outputs/complex_order_embeddings/` (`--output-dir DIR` picks
+another folder; a folder that already holds files is refused unless
+`--overwrite` is given). `KERAS_MSETS_SMOKE=1` runs a tiny version, as
+the test suite does, and writes no figure.
 """
 
 """

@@ -2,7 +2,7 @@
 Title: Fusion Encoder Networks: training a log-depth network segment by segment
 Author: keras_msets developers
 Date created: 2026/11/22
-Last modified: 2026/11/23
+Last modified: 2026/11/27
 Description: The segments of a Fusion Encoder Network, its local training
 with `model.fit`, the fused log-depth network, and a task where it fails.
 """
@@ -32,6 +32,14 @@ This tutorial
 3. fuses it into the final log-depth network and saves it,
 4. shows a task where the local training cannot start (parity),
 5. loads the pretrained `fen_dyck_64` preset, if it ships.
+
+Run it from the repository root with
+`python tutorials/fusion_encoder_networks.py`
+(`pip install keras-msets[plots]` for matplotlib). It writes its figures
+and the fused network to `tutorial_outputs/fusion_encoder_networks/`
+(`--output-dir DIR` picks another folder; a folder that already holds
+files is refused unless `--overwrite` is given). `KERAS_MSETS_SMOKE=1`
+runs a tiny version, as the test suite does, and writes nothing.
 """
 
 """

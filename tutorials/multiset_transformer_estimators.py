@@ -2,7 +2,7 @@
 Title: KL divergence and mutual information with Multi-Set Transformers
 Author: keras_msets developers
 Date created: 2026/11/22
-Last modified: 2026/11/22
+Last modified: 2026/11/27
 Description: Estimate the KL divergence, the mutual information and
 "same distribution?" from two sets of samples with pretrained Multi-Set
 Transformers, beside the classical k-NN and KSG estimators.
@@ -47,6 +47,14 @@ This tutorial checks them against closed-form answers on fresh Gaussian
 data, beside the classical estimators, shows that the KL estimate does
 not change when an invertible affine map is applied to both sets, and
 shows the errors raised on input they cannot handle.
+
+Run it from the repository root with
+`python tutorials/multiset_transformer_estimators.py`
+(`pip install keras-msets[plots]` for matplotlib). It writes its figure
+to `tutorial_outputs/multiset_transformer_estimators/` (`--output-dir DIR`
+picks another folder; a folder that already holds files is refused
+unless `--overwrite` is given). `KERAS_MSETS_SMOKE=1` runs a tiny
+version, as the test suite does, and writes no figure.
 """
 
 """
