@@ -630,7 +630,15 @@ def summarize(run_dir, rows, seeds):
         if not results:
             continue
         entry = {"seeds": [r["seed"] for r in results]}
-        for key in ("test_bleu", "dev_bleu", "train_seconds", "best_step"):
+        for r in results:
+            r["dev_loss"] = r["dev_loss_by_step"][str(r["best_step"])]
+        for key in (
+            "test_bleu",
+            "dev_bleu",
+            "dev_loss",
+            "train_seconds",
+            "best_step",
+        ):
             if key not in results[0]:
                 continue
             values = np.array([r[key] for r in results], float)
@@ -647,21 +655,23 @@ def summarize(run_dir, rows, seeds):
 def markdown_table(summary):
     lines = [
         "| row | params | seeds | test BLEU (mean ± std) | dev BLEU | "
-        "D&C Table 1, combined | Wang Table 5 |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "dev loss per token | D&C Table 1, combined | Wang Table 5 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row, entry in summary.items():
 
-        def cell(key, entry=entry):
+        def cell(key, entry=entry, digits=2):
             if key not in entry:
                 return "-"
             value = entry[key]
-            std = "" if value["std"] is None else f" ± {value['std']:.2f}"
-            return f"{value['mean']:.2f}{std}"
+            std = value["std"]
+            std = "" if std is None else f" ± {std:.{digits}f}"
+            return f"{value['mean']:.{digits}f}{std}"
 
         lines.append(
             f"| {row} | {entry['parameters']:,} | {len(entry['seeds'])} | "
             f"{cell('test_bleu')} | {cell('dev_bleu')} | "
+            f"{cell('dev_loss', digits=3)} | "
             f"{PAPER_DC_BLEU.get(row, '-')} | "
             f"{PAPER_WANG_BLEU.get(row, '-')} |"
         )
