@@ -35,7 +35,7 @@ The commands that made the stored file:
         --presets mst_two_sample
     KERAS_BACKEND=jax python benchmarks/mst_dev_selection.py \\
         --presets mst_kl_divergence mst_mutual_information \\
-        mst_kl_divergence_low_d --num-test 300
+        mst_kl_divergence_low_d --num-dev 300
 
 Writes `benchmarks/results/mst_dev_selection.json` after every
 measurement (one per candidate, split and d); a rerun skips the
@@ -84,9 +84,17 @@ PRESETS = {
         "git": {"plain MST, 6,000 batches (preset before 7464d81)": "28ec2aa"},
         "score": "accuracy",
     },
-    "mst_kl_divergence": {"dims": (2, 4, 8, 16), "git": {}, "score": "mae"},
+    "mst_kl_divergence": {
+        "dims": (2, 4, 8, 16),
+        "git": {"2,700 batches (preset at 801fca7)": "801fca7"},
+        "score": "mae",
+    },
     "mst_kl_divergence_low_d": {"dims": (1, 2, 3), "git": {}, "score": "mae"},
-    "mst_mutual_information": {"dims": (2, 10, 20), "git": {}, "score": "mae"},
+    "mst_mutual_information": {
+        "dims": (2, 10, 20),
+        "git": {"2,000 batches (preset at 0d45f75)": "0d45f75"},
+        "score": "mae",
+    },
 }
 SHIPPED = "shipped"
 NUM = {"mst_two_sample": 2000}  # pairs per d; the others: --num-*
