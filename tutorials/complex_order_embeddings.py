@@ -445,4 +445,10 @@ save_figure("complex_order_frequencies.png")
   Chiang and rotary embeddings; `benchmarks/RESULTS.md` ("Translation on
   Bible verses") gives the BLEU scores and how little a budget of 2 CPU
   cores lets them say.
+- `benchmarks/char_lm.py` puts it in place of a character language
+  model's embedding (Wang et al.'s Table 6 uses text8, out of reach
+  offline): the same small causal Transformer on the English Bible with
+  PE, TPE or complex-order; `benchmarks/RESULTS.md` ("Character language
+  model on the English Bible") gives the bits per character on held-out
+  books and what they do and do not show.
 """

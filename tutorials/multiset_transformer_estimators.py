@@ -423,4 +423,9 @@ for warning in caught:
   pairing and is level with KSG or better.
   Each preset's card (`keras-msets zoo info NAME`) has the numbers, and
   `benchmarks/RESULTS.md` has the comparison with the paper.
+- The same models take sets of learned encodings too: Selby et al.'s
+  alignment task (Table 3) has a substitute on English and Spanish Bible
+  verses, encoders trained from scratch, in `benchmarks/alignment.py`.
+  At its small CPU budget no model learns it yet (`benchmarks/RESULTS.md`
+  says why, and gives the larger configuration).
 """
