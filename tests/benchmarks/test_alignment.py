@@ -94,3 +94,19 @@ def test_runs_are_stored_and_resumed(tmp_path, monkeypatch):
     path.write_text(json.dumps(saved))
     with pytest.raises(ValueError, match="other settings"):
         script.main(argv, rows=_rows(), books=BOOKS)
+
+
+def test_overlap_reference_separates_copied_sets(tmp_path):
+    script = load_script(SCRIPT)
+    # Spanish = English: an aligned pair's two bags are equal (cosine 1),
+    # a negative's are not, so a threshold chosen on dev separates them.
+    rows = [(b, c, v, e, e) for b, c, v, e, _ in _rows()]
+    config = dict(script.TINY, buckets=4096, test_pairs=40)
+    data, _ = script.load_data(config, rows=rows, books=BOOKS)
+    reference = script.overlap_reference(data, config)
+    for kind in script.NEGATIVES:
+        assert reference[kind]["dev_accuracy"] == 1.0
+        assert reference[kind]["test_accuracy"] > 0.5
+    scores, labels = script.overlap_scores(data["test_disjoint"], 4096)
+    np.testing.assert_allclose(scores[labels == 1], 1.0)
+    assert np.all(scores[labels == 0] < 1.0)
