@@ -12,14 +12,19 @@ from keras import ops
 
 # On the torch backend, plain matmul + softmax replaces the fused kernel
 # (`torch.nn.functional.scaled_dot_product_attention`) for these shapes:
-# few queries over many keys (pooling seeds) and many queries over few keys
-# (the elements attending to inducing points). Forward + backward of one
-# masked attention, batch 8, 4 heads of 32, one CPU thread, fused / plain:
-# 1.3-1.5 for 1-4 queries over 2,000-10,000 keys, 1.1-3.7 for 200-4,000
-# queries over 8-16 keys, 0.2-0.8 for square shapes (256-1,000 on each
-# side), where the fused kernel stays. On GPUs the memory-efficient fused
-# kernel's backward is far slower than the plain product for one query
-# over 10,000 keys (17x in fp32), the same direction.
+# - many queries over few keys (the elements attending to inducing
+#   points), on any device. Forward + backward of one masked attention,
+#   batch 8, 4 heads of 32, one CPU thread, fused / plain: 1.1-3.7 for
+#   200-4,000 queries over 8-16 keys; 0.2-0.8 for square shapes (256-1,000
+#   on each side), where the fused kernel stays.
+# - few queries over many keys (pooling seeds) on a GPU only: there the
+#   memory-efficient fused kernel's backward is far slower than the plain
+#   product (1 query over 10,000 keys in fp32: 42.7 ms against 2.4 ms,
+#   forward + backward). On the CPU the two were within noise in the
+#   isolated product (fused / plain 1.0-1.5 for 1-4 queries over
+#   1,000-10,000 keys) and the fused kernel was faster inside the layer
+#   (`SetMultiHeadAttention`, 1 query over 10,000 keys, batch 32, width
+#   128: 31 s against 39 s on a loaded machine), so it stays there.
 FEW_QUERIES = 4
 MANY_KEYS = 2000
 FEW_KEYS = 16
@@ -30,21 +35,28 @@ MANY_QUERIES = 200
 MASKED_LOGIT = -1e9
 
 
-def use_plain_kernel(num_queries, num_keys, backend=None):
+def use_plain_kernel(num_queries, num_keys, backend=None, on_gpu=False):
     """Whether the attention of these sizes uses plain matmul + softmax.
 
-    True only on the torch backend, for `num_queries <= FEW_QUERIES` over
-    `num_keys >= MANY_KEYS`, or `num_keys <= FEW_KEYS` for
-    `num_queries >= MANY_QUERIES`; unknown sizes (None) keep the fused
-    kernel. Elsewhere `keras.ops.dot_product_attention` is the backend's
-    own kernel (XLA's on JAX, fused where a GPU has one).
+    True only on the torch backend: for `num_keys <= FEW_KEYS` with
+    `num_queries >= MANY_QUERIES`, and, on a GPU (`on_gpu`), for
+    `num_queries <= FEW_QUERIES` over `num_keys >= MANY_KEYS`. Unknown
+    sizes (None) keep the fused kernel. Elsewhere
+    `keras.ops.dot_product_attention` is the backend's own kernel (XLA's
+    on JAX, fused where a GPU has one).
     """
     backend = backend or keras.backend.backend()
     if backend != "torch" or num_queries is None or num_keys is None:
         return False
-    return (num_queries <= FEW_QUERIES and num_keys >= MANY_KEYS) or (
-        num_keys <= FEW_KEYS and num_queries >= MANY_QUERIES
-    )
+    if num_keys <= FEW_KEYS and num_queries >= MANY_QUERIES:
+        return True
+    return on_gpu and num_queries <= FEW_QUERIES and num_keys >= MANY_KEYS
+
+
+def _on_gpu(tensor):
+    """Whether a (torch) tensor lives on a GPU; False for other tensors."""
+    device = getattr(tensor, "device", None)
+    return getattr(device, "type", None) == "cuda"
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -91,7 +103,10 @@ class SetMultiHeadAttention(keras.layers.MultiHeadAttention):
             # [batch, n_q or 1, n_k] -> [batch, 1 (heads), n_q or 1, n_k]
             mask = ops.expand_dims(ops.cast(attention_mask, "bool"), 1)
         dropout = bool(training) and self._dropout > 0.0
-        if dropout or use_plain_kernel(query.shape[1], key.shape[1]):
+        plain = use_plain_kernel(
+            query.shape[1], key.shape[1], on_gpu=_on_gpu(query)
+        )
+        if dropout or plain:
             return self._plain_attention(query, key, value, mask, training)
         attended = ops.dot_product_attention(
             query,

@@ -157,20 +157,22 @@ def test_same_weight_paths_as_keras_multi_head_attention():
 
 
 @pytest.mark.parametrize(
-    "num_queries, num_keys, plain",
+    "num_queries, num_keys, on_cpu, on_gpu",
     [
-        (1, 10000, True),  # one pooling seed over many keys
-        (4, 2000, True),
-        (16, 10000, False),  # inducing points over many keys
-        (1000, 16, True),  # elements over 16 inducing points
-        (200, 8, True),
-        (100, 16, False),
-        (1000, 1000, False),
-        (None, 10000, False),  # unknown size: the fused kernel
-        (1, None, False),
+        (1, 10000, False, True),  # one pooling seed over many keys
+        (4, 2000, False, True),
+        (16, 10000, False, False),  # inducing points over many keys
+        (1000, 16, True, True),  # elements over 16 inducing points
+        (200, 8, True, True),
+        (100, 16, False, False),
+        (1000, 1000, False, False),
+        (None, 10000, False, False),  # unknown size: the fused kernel
+        (1, None, False, False),
     ],
 )
-def test_kernel_rule(num_queries, num_keys, plain):
-    assert kernels.use_plain_kernel(num_queries, num_keys, "torch") is plain
+def test_kernel_rule(num_queries, num_keys, on_cpu, on_gpu):
+    rule = kernels.use_plain_kernel
+    assert rule(num_queries, num_keys, "torch") is on_cpu
+    assert rule(num_queries, num_keys, "torch", on_gpu=True) is on_gpu
     for backend in ("jax", "tensorflow"):
-        assert not kernels.use_plain_kernel(num_queries, num_keys, backend)
+        assert not rule(num_queries, num_keys, backend, on_gpu=True)
