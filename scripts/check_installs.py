@@ -125,8 +125,9 @@ CHECK = textwrap.dedent(
     uses = {
         "sklearn": ("keras-msets[data]", lambda: keras_msets.data.load_images(
             "digits")),
-        "tensorflow": ("pip install", lambda: keras_msets.data.to_tf_dataset(
-            np.zeros((4, 2)), np.zeros(4))),
+        "tensorflow": ("keras-msets[tensorflow]",
+                       lambda: keras_msets.data.to_tf_dataset(
+                           np.zeros((4, 2)), np.zeros(4))),
     }
     out["optional_errors"] = {}
     for module, (extra, use) in uses.items():
