@@ -13,18 +13,17 @@ from keras import ops
 # On the torch backend, plain matmul + softmax replaces the fused kernel
 # (`torch.nn.functional.scaled_dot_product_attention`) for these shapes:
 # - many queries over few keys (the elements attending to inducing
-#   points), on any device. Forward + backward of one masked attention,
-#   batch 8, 4 heads of 32, one CPU thread, fused / plain: 1.1-3.7 for
-#   200-4,000 queries over 8-16 keys; 0.2-0.8 for square shapes (256-1,000
-#   on each side), where the fused kernel stays.
-# - few queries over many keys (pooling seeds) on a GPU only: there the
+#   points), on any device: timed alone on one CPU thread (forward +
+#   backward, batch 8, 4 heads of 32), the fused kernel took 1.1-3.7x the
+#   plain product's time for 200-4,000 queries over 8-16 keys, and 0.2-0.8x
+#   for square shapes (256-1,000 on each side), where it stays. Whole
+#   training steps of ISAB and the inducing-point MSAB were mixed
+#   (benchmarks/speed_vs_plain.py, `fused_train_ratio`).
+# - few queries over many keys (pooling seeds) on a GPU only, where the
 #   memory-efficient fused kernel's backward is far slower than the plain
-#   product (1 query over 10,000 keys in fp32: 42.7 ms against 2.4 ms,
-#   forward + backward). On the CPU the two were within noise in the
-#   isolated product (fused / plain 1.0-1.5 for 1-4 queries over
-#   1,000-10,000 keys) and the fused kernel was faster inside the layer
-#   (`SetMultiHeadAttention`, 1 query over 10,000 keys, batch 32, width
-#   128: 31 s against 39 s on a loaded machine), so it stays there.
+#   product (1 query over 10,000 keys in fp32: 42.7 ms against 2.4 ms). On
+#   the CPU the PMA step at 10,000 keys was slower with the plain product
+#   (benchmarks/speed_vs_plain.py, torch), so the fused kernel stays there.
 FEW_QUERIES = 4
 MANY_KEYS = 2000
 FEW_KEYS = 16
