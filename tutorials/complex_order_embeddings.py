@@ -212,8 +212,10 @@ with `omega_k = 10000^(-2k / d_model)`. So the complex-order embedding with
   sinusoidal values (`frequency_initializer="sinusoidal"`, the default),
 - amplitudes shared by all words and equal to 1,
 
-is exactly the Transformer's position encoding. We compare it with
-`keras_hub.layers.SinePositionEncoding` (its positions start at
+is equivalent to the Transformer's position encoding, not identical to
+it (App. A: "equivalent, albeit not identical"): the same values up to a
+shift of the positions by one and a reordering of the features. We compare
+it with `keras_hub.layers.SinePositionEncoding` (its positions start at
 `start_index`, 1 here; its even features are sines, its odd ones cosines).
 """
 
@@ -434,7 +436,8 @@ save_figure("complex_order_frequencies.png")
   frequency how strongly its position matters, and a shift by `n`
   positions is a rotation by `omega n`.
 - With frequencies shared by all words and unit amplitudes the embedding
-  is exactly the Transformer's sinusoidal position encoding; the general
+  is the Transformer's sinusoidal position encoding up to a shift of the
+  positions by one and a reordering of the features; the general
   layer learns a frequency per word and dimension and multiplies, instead
   of adding, word and position.
 - `keras_msets.models.TextClassifier` and `recipe.train_final` /
