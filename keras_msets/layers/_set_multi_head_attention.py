@@ -13,21 +13,26 @@ from keras import ops
 # On the torch backend, plain matmul + softmax replaces the fused kernel
 # (`torch.nn.functional.scaled_dot_product_attention`) for these shapes:
 # - many queries over few keys (the elements attending to inducing
-#   points), on any device: timed alone on one CPU thread (forward +
-#   backward, batch 8, 4 heads of 32), the fused kernel took 1.1-3.7x the
-#   plain product's time for 200-4,000 queries over 8-16 keys, and 0.2-0.8x
-#   for square shapes (256-1,000 on each side), where it stays. Whole
-#   training steps of ISAB and the inducing-point MSAB were mixed
-#   (benchmarks/speed_vs_plain.py, `fused_train_ratio`).
+#   points), on any device. Timed alone on one CPU thread (forward +
+#   backward, batch 8, 4 heads of 32;
+#   benchmarks/attention_kernel_crossover.py, stored in
+#   benchmarks/results/attention_kernel_crossover_cpu.json), the fused
+#   kernel took 1.20x the plain product's time for 1,000 queries over 16
+#   keys and 1.02x for 4,000, but 0.80x for 200 (and 0.35-0.72x for square
+#   shapes, where it stays). Whole training steps of ISAB and the
+#   inducing-point MSAB were mixed (benchmarks/speed_vs_plain.py,
+#   `fused_train_ratio`).
 # - few queries over many keys (pooling seeds) on a GPU only, where the
 #   memory-efficient fused kernel's backward is far slower than the plain
-#   product (1 query over 10,000 keys in fp32: 42.7 ms against 2.4 ms). On
-#   the CPU the PMA step at 10,000 keys was slower with the plain product
+#   product (1 query over 10,000 keys in fp32: 42.7 ms against 2.4 ms, a
+#   profile quoted in the speed issue, not measured by this project). On
+#   the CPU the fused kernel took 1.15-1.57x the plain product alone, yet
+#   the whole PMA step at 10,000 keys was slower with the plain product
 #   (benchmarks/speed_vs_plain.py, torch), so the fused kernel stays there.
 FEW_QUERIES = 4
 MANY_KEYS = 2000
 FEW_KEYS = 16
-MANY_QUERIES = 200
+MANY_QUERIES = 1000
 
 # The logit of a masked key in the plain path: finite, as in
 # `keras.layers.Softmax` (float32).

@@ -163,7 +163,8 @@ def test_same_weight_paths_as_keras_multi_head_attention():
         (4, 2000, False, True),
         (16, 10000, False, False),  # inducing points over many keys
         (1000, 16, True, True),  # elements over 16 inducing points
-        (200, 8, True, True),
+        (4000, 8, True, True),
+        (200, 8, False, False),
         (100, 16, False, False),
         (1000, 1000, False, False),
         (None, 10000, False, False),  # unknown size: the fused kernel
