@@ -80,12 +80,12 @@ from keras import ops
 
 from keras_msets.models import build_multiset_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bible_runs  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "alignment"
-# The books held out by every study on the Bible (those of
-# `benchmarks/translation.py`): whole books, never seen in training.
-DEV_BOOKS = ("Josh", "Eph")
-TEST_BOOKS = ("Ruth", "1Sam", "Mark", "Phil")
 
 ROWS = (
     "single_set_transformer",
@@ -411,24 +411,9 @@ def run_one(args, config, data, row, seed):
     return result
 
 
-def split_books(rows):
-    """`{"train"|"dev"|"test": [book, ...]}`: `DEV_BOOKS` and
-    `TEST_BOOKS` held out (`keras_msets.data.bible.split_by_book`)."""
-    from keras_msets.data import bible
-
-    parts = bible.split_by_book(rows, DEV_BOOKS, TEST_BOOKS)
-    return {
-        split: list(dict.fromkeys(r[0] for r in part))
-        for split, part in zip(("train", "dev", "test"), parts, strict=True)
-    }
-
-
 def load_data(config, rows=None, books=None):
-    if rows is None:
-        from keras_msets.data import bible
-
-        rows = bible.load_verse_pairs()
-    books = books or split_books(rows)
+    rows = bible_runs.load_rows(rows)
+    books = books or bible_runs.split_books(rows)
     passages = {
         split: Passages(rows, names, config["buckets"], config["max_ngrams"])
         for split, names in books.items()
@@ -528,13 +513,6 @@ def markdown_table(runs):
     return "\n".join(lines)
 
 
-def load_runs(output_dir, config_name):
-    return [
-        json.loads(path.read_text())
-        for path in sorted(Path(output_dir).glob(f"{config_name}_*_seed*.json"))
-    ]
-
-
 def reference_line(output_dir, config_name):
     """The table row of the stored n-gram overlap reference (or None)."""
     path = Path(output_dir) / f"{config_name}_overlap_reference.json"
@@ -581,10 +559,6 @@ def parse_args(argv):
     return args, dict(CONFIGS[args.config])
 
 
-def run_path(output_dir, config_name, row, seed):
-    return Path(output_dir) / f"{config_name}_{row}_seed{seed}.json"
-
-
 def main(argv=None, rows=None, books=None):
     """Trains the missing runs; returns `{(row, seed): result}`.
 
@@ -593,14 +567,9 @@ def main(argv=None, rows=None, books=None):
     made-up verses).
     """
     args, config = parse_args(argv)
-    settings = {
-        "config": args.config,
-        **config,
-        "backend": keras.backend.backend(),
-        "data": "bible" if rows is None else "rows given",
-    }
+    settings = bible_runs.settings_of(args, config, rows)
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    done, data = {}, None
+    done = {}
     if args.overlap_reference:
         data, info = load_data(config, rows, books)
         reference = overlap_reference(data, config)
@@ -610,40 +579,20 @@ def main(argv=None, rows=None, books=None):
         print(json.dumps(reference, indent=1))
         return reference
     if not args.summary:
-        for seed in args.seeds:
-            for row in args.rows:
-                path = run_path(args.output_dir, args.config, row, seed)
-                if path.exists() and not args.restart:
-                    saved = json.loads(path.read_text())
-                    if saved["settings"] != settings:
-                        raise ValueError(
-                            f"{path} holds a run with other settings "
-                            f"({saved['settings']}); use --restart to "
-                            "overwrite it or --output-dir for another "
-                            "folder."
-                        )
-                    done[(row, seed)] = saved["result"]
-                    continue
-                if data is None:
-                    data, info = load_data(config, rows, books)
-                print(f"run {row} seed {seed}", flush=True)
-                result = run_one(args, config, data, row, seed)
-                record = {
-                    "command": "python benchmarks/alignment.py "
-                    + " ".join(argv if argv is not None else sys.argv[1:]),
-                    "settings": settings,
-                    "data": info,
-                    "result": result,
-                }
-                path.write_text(json.dumps(record, indent=1) + "\n")
-                done[(row, seed)] = result
-                print(
-                    f"{row} seed {seed}: test accuracy "
-                    f"{result['test_accuracy_disjoint']:.3f} (disjoint), "
-                    f"{result['test_accuracy_half']:.3f} (half)",
-                    flush=True,
-                )
-    table = markdown_table(load_runs(args.output_dir, args.config))
+        done = bible_runs.run_missing(
+            args,
+            settings,
+            "alignment.py",
+            argv,
+            lambda: load_data(config, rows, books),
+            lambda data, row, seed: run_one(args, config, data, row, seed),
+            lambda result: (
+                "test accuracy "
+                f"{result['test_accuracy_disjoint']:.3f} (disjoint), "
+                f"{result['test_accuracy_half']:.3f} (half)"
+            ),
+        )
+    table = markdown_table(bible_runs.load_runs(args.output_dir, args.config))
     reference = reference_line(args.output_dir, args.config)
     print(table if reference is None else f"{table}\n{reference}")
     return done

@@ -74,7 +74,6 @@ nothing and prints the markdown table of every stored run.
 """
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -87,13 +86,12 @@ import numpy as np
 from keras_msets.layers.position_embeddings import is_complex_variant
 from keras_msets.layers.position_embeddings import make_text_embedding
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bible_runs  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "char_lm"
-# The books held out by every study on the Bible (those of
-# `benchmarks/translation.py`): whole books, never seen in training.
-DEV_BOOKS = ("Josh", "Eph")
-TEST_BOOKS = ("Ruth", "1Sam", "Mark", "Phil")
-
 ROWS = ("pe", "tpe", "complex_order", "complex_vanilla", "none")
 DEFAULT_ROWS = ("pe", "tpe", "complex_order")
 ROW_NAMES = {
@@ -185,30 +183,15 @@ def book_texts(rows):
     }
 
 
-def split_books(rows):
-    """`{"train"|"dev"|"test": [book, ...]}`: `DEV_BOOKS` and
-    `TEST_BOOKS` held out (`keras_msets.data.bible.split_by_book`)."""
-    from keras_msets.data import bible
-
-    parts = bible.split_by_book(rows, DEV_BOOKS, TEST_BOOKS)
-    return {
-        split: list(dict.fromkeys(r[0] for r in part))
-        for split, part in zip(("train", "dev", "test"), parts, strict=True)
-    }
-
-
 def load_splits(rows=None, books=None):
     """`{split: int ids}`: the books of each split, one text each.
 
     `rows` default to the Bible's verse pairs, `books` (`{split: [book,
     ...]}`) to `split_books(rows)`.
     """
-    if rows is None:
-        from keras_msets.data import bible
-
-        rows = bible.load_verse_pairs()
+    rows = bible_runs.load_rows(rows)
     texts = book_texts(rows)
-    books = books or split_books(rows)
+    books = books or bible_runs.split_books(rows)
     return {
         split: encode(" ".join(texts[b] for b in names))
         for split, names in books.items()
@@ -313,19 +296,6 @@ def evaluate_bpc(model, ids, context, batch_size=64):
 # Runs ------------------------------------------------------------------------
 
 
-def settings_of(args, config):
-    return {
-        "config": args.config,
-        **config,
-        "backend": keras.backend.backend(),
-        "data": args.data_label,
-    }
-
-
-def run_path(output_dir, config_name, row, seed):
-    return Path(output_dir) / f"{config_name}_{row}_seed{seed}.json"
-
-
 def run_one(args, config, splits, row, seed):
     keras.utils.set_random_seed(seed)
     model = build_model(row, config)
@@ -368,13 +338,6 @@ def run_one(args, config, splits, row, seed):
         "paper_bpc": PAPER_TABLE6[row],
         "paper_row": PAPER_ROW_NAMES[row],
     }
-
-
-def load_runs(output_dir, config_name):
-    runs = []
-    for path in sorted(Path(output_dir).glob(f"{config_name}_*_seed*.json")):
-        runs.append(json.loads(path.read_text()))
-    return runs
 
 
 def markdown_table(runs):
@@ -459,51 +422,28 @@ def main(argv=None, rows=None, books=None):
     made-up text).
     """
     args, config = parse_args(argv)
-    args.data_label = "bible" if rows is None else "rows given"
-    settings = settings_of(args, config)
+    settings = bible_runs.settings_of(args, config, rows)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     done = {}
     if not args.summary:
-        splits = None
-        for seed in args.seeds:
-            for row in args.rows:
-                path = run_path(args.output_dir, args.config, row, seed)
-                if path.exists() and not args.restart:
-                    saved = json.loads(path.read_text())
-                    if saved["settings"] != settings:
-                        raise ValueError(
-                            f"{path} holds a run with other settings "
-                            f"({saved['settings']}); use --restart to "
-                            "overwrite it or --output-dir for another "
-                            "folder."
-                        )
-                    done[(row, seed)] = saved["result"]
-                    continue
-                if splits is None:
-                    splits, split_names = load_splits(rows, books)
-                    data = {
-                        "books": split_names,
-                        "characters": {
-                            k: int(len(v)) for k, v in splits.items()
-                        },
-                    }
-                print(f"run {row} seed {seed}", flush=True)
-                result = run_one(args, config, splits, row, seed)
-                record = {
-                    "command": "python benchmarks/char_lm.py "
-                    + " ".join(argv if argv is not None else sys.argv[1:]),
-                    "settings": settings,
-                    "data": data,
-                    "result": result,
-                }
-                path.write_text(json.dumps(record, indent=1) + "\n")
-                done[(row, seed)] = result
-                print(
-                    f"{row} seed {seed}: dev {result['dev_bpc']:.3f} "
-                    f"test {result['test_bpc']:.3f} BPC",
-                    flush=True,
-                )
-    print(markdown_table(load_runs(args.output_dir, args.config)))
+
+        def load_data():
+            splits, split_names = load_splits(rows, books)
+            sizes = {k: int(len(v)) for k, v in splits.items()}
+            return splits, {"books": split_names, "characters": sizes}
+
+        done = bible_runs.run_missing(
+            args,
+            settings,
+            "char_lm.py",
+            argv,
+            load_data,
+            lambda splits, row, seed: run_one(args, config, splits, row, seed),
+            lambda result: (
+                f"dev {result['dev_bpc']:.3f} test {result['test_bpc']:.3f} BPC"
+            ),
+        )
+    print(markdown_table(bible_runs.load_runs(args.output_dir, args.config)))
     return done
 
 
