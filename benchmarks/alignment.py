@@ -67,7 +67,6 @@ tables with fewer seeds; two processes can share the work (`--rows` or
 every stored run.
 """
 
-import argparse
 import json
 import sys
 import time
@@ -529,32 +528,17 @@ def reference_line(output_dir, config_name):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = bible_runs.run_parser(
+        __doc__, ROWS, RESULTS, "App. B's FastText model, budget and set sizes."
     )
-    parser.add_argument("--rows", nargs="+", choices=ROWS, default=None)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument(
-        "--paper-config",
-        action="store_true",
-        help="App. B's FastText model, budget and set sizes.",
-    )
-    parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--output-dir", type=Path, default=RESULTS)
-    parser.add_argument("--restart", action="store_true")
-    parser.add_argument("--summary", action="store_true")
     parser.add_argument(
         "--overlap-reference",
         action="store_true",
         help="Trains nothing: the accuracy of thresholding the n-gram "
         "overlap of the two sets (threshold chosen on dev).",
     )
-    parser.add_argument("--verbose", type=int, default=2)
     args = parser.parse_args(argv)
-    args.config = "paper" if args.paper_config else "small"
-    if args.tiny:
-        args.config = "tiny"
+    args.config = bible_runs.config_name(args)
     args.rows = args.rows or list(DEFAULT_ROWS)
     return args, dict(CONFIGS[args.config])
 

@@ -7,6 +7,7 @@ trains the runs that are not stored yet, seed by seed across the models,
 and refuses to mix a stored run made with other settings.
 """
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -38,6 +39,35 @@ def split_books(rows):
         split: list(dict.fromkeys(r[0] for r in part))
         for split, part in zip(("train", "dev", "test"), parts, strict=True)
     }
+
+
+def run_parser(doc, rows, output_dir, paper_help):
+    """The arguments every study takes: models, seeds, configuration, runs.
+
+    `--paper-config` selects the paper's configuration ("paper"), the
+    hidden `--tiny` the tests' ("tiny"), otherwise "small"; `config_name`
+    reads it back.
+    """
+    parser = argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--rows", nargs="+", choices=rows, default=None)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--paper-config", action="store_true", help=paper_help)
+    parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--output-dir", type=Path, default=output_dir)
+    parser.add_argument("--restart", action="store_true")
+    parser.add_argument("--summary", action="store_true")
+    parser.add_argument("--verbose", type=int, default=2)
+    return parser
+
+
+def config_name(args):
+    """ "tiny", "paper" or "small", as `run_parser`'s flags say."""
+    if args.tiny:
+        return "tiny"
+    return "paper" if args.paper_config else "small"
 
 
 def settings_of(args, config, rows):

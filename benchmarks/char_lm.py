@@ -73,7 +73,6 @@ processes can share the work (`--rows` or `--seeds`). `--summary` trains
 nothing and prints the markdown table of every stored run.
 """
 
-import argparse
 import math
 import re
 import sys
@@ -369,30 +368,18 @@ def markdown_table(runs):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = bible_runs.run_parser(
+        __doc__,
+        ROWS,
+        RESULTS,
+        "Table 6's 6-layer model and budget (needs an accelerator).",
     )
-    parser.add_argument("--rows", nargs="+", choices=ROWS, default=None)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument(
-        "--paper-config",
-        action="store_true",
-        help="Table 6's 6-layer model and budget (needs an accelerator).",
-    )
-    parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     for key, value in SMALL.items():
         parser.add_argument(
             f"--{key.replace('_', '-')}", type=type(value), default=None
         )
-    parser.add_argument("--output-dir", type=Path, default=RESULTS)
-    parser.add_argument("--restart", action="store_true")
-    parser.add_argument("--summary", action="store_true")
-    parser.add_argument("--verbose", type=int, default=2)
     args = parser.parse_args(argv)
-    args.config = "paper" if args.paper_config else "small"
-    if args.tiny:
-        args.config = "tiny"
+    args.config = bible_runs.config_name(args)
     config = dict(CONFIGS[args.config])
     overridden = []
     for key in SMALL:
