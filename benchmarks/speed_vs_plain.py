@@ -322,6 +322,32 @@ def plain_forward(case, heads, fw):
 # -- plain PyTorch ----------------------------------------------------------
 
 
+class _ArrayOps:
+    """What the plain equations need of an array library, the same for
+    torch tensors and JAX arrays; each framework adds `relu`, `concat` and
+    `heads_split`."""
+
+    @staticmethod
+    def matmul(a, b):
+        return a @ b
+
+    @staticmethod
+    def flat_in(w):  # kernel [dim, heads, key_dim]
+        kernel = w["kernel"]
+        return {
+            "kernel": kernel.reshape(kernel.shape[0], -1),
+            "bias": w["bias"].reshape(-1),
+        }
+
+    @staticmethod
+    def flat_out(w):  # kernel [heads, key_dim, dim]
+        kernel = w["kernel"]
+        return {
+            "kernel": kernel.reshape(-1, kernel.shape[-1]),
+            "bias": w["bias"],
+        }
+
+
 def plain_torch(case, tree, heads):
     import torch
     import torch.nn.functional as F
@@ -335,29 +361,9 @@ def plain_torch(case, tree, heads):
 
     tree = _map_tree(tree, tensor)
 
-    class fw:
+    class fw(_ArrayOps):
         relu = staticmethod(torch.relu)
         concat = staticmethod(torch.cat)
-
-        @staticmethod
-        def matmul(a, b):
-            return a @ b
-
-        @staticmethod
-        def flat_in(w):  # kernel [dim, heads, key_dim]
-            kernel = w["kernel"]
-            return {
-                "kernel": kernel.reshape(kernel.shape[0], -1),
-                "bias": w["bias"].reshape(-1),
-            }
-
-        @staticmethod
-        def flat_out(w):  # kernel [heads, key_dim, dim]
-            kernel = w["kernel"]
-            return {
-                "kernel": kernel.reshape(-1, kernel.shape[-1]),
-                "bias": w["bias"],
-            }
 
         @staticmethod
         def heads_split(z, heads):  # [b, n, h * k] -> [b, h, n, k]
@@ -416,29 +422,9 @@ def plain_jax(case, tree, heads):
 
     params = _map_tree(tree, jnp.asarray)
 
-    class fw:
+    class fw(_ArrayOps):
         relu = staticmethod(jax.nn.relu)
         concat = staticmethod(jnp.concatenate)
-
-        @staticmethod
-        def matmul(a, b):
-            return a @ b
-
-        @staticmethod
-        def flat_in(w):  # kernel [dim, heads, key_dim]
-            kernel = w["kernel"]
-            return {
-                "kernel": kernel.reshape(kernel.shape[0], -1),
-                "bias": w["bias"].reshape(-1),
-            }
-
-        @staticmethod
-        def flat_out(w):  # kernel [heads, key_dim, dim]
-            kernel = w["kernel"]
-            return {
-                "kernel": kernel.reshape(-1, kernel.shape[-1]),
-                "bias": w["bias"],
-            }
 
         @staticmethod
         def heads_split(z, heads):  # [b, n, h * k] -> [b, n, h, k]
