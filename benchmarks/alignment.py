@@ -82,6 +82,7 @@ from keras_msets.models import build_multiset_model
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bible_runs  # noqa: E402
+from mst_tables import PAPER_ROWS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "alignment"
@@ -101,16 +102,8 @@ DEFAULT_ROWS = (
     "union_transformer",
     "multiset_transformer",
 )
-ROW_NAMES = {
-    "single_set_deepsets": "Single-Set RFF",
-    "single_set_rn": "Single-Set RN",
-    "single_set_transformer": "Single-Set Transformer",
-    "union_transformer": "Union Transformer",
-    "multiset_transformer": "Multi-Set Transformer",
-    "multiset_rn": "Multi-Set RN",
-    "cross_only": "Cross-Only",
-    "sum_merge": "Sum-Merge",
-}
+# The paper's row names (those of `benchmarks/mst_tables.py`).
+ROW_NAMES = PAPER_ROWS
 # Table 3 of Selby et al., "FastText" column (English-French word vectors;
 # mean and std of 3 runs).
 PAPER_TABLE3 = {
