@@ -16,6 +16,7 @@ from keras_msets.models.mst.multiset_transformer import MULTISET_MODEL_NAMES
 from keras_msets.models.mst.multiset_transformer import MultiSetRelationNetwork
 from keras_msets.models.mst.multiset_transformer import MultiSetTransformer
 from keras_msets.models.mst.multiset_transformer import build_multiset_model
+from keras_msets.models.quantile.quantile_regressor import QuantileRegressor
 from keras_msets.models.text.classifiers import TextClassifier
 from keras_msets.models.text.classifiers import build_text_classifier
 
@@ -29,6 +30,7 @@ __all__ = [
     "MULTISET_MODEL_NAMES",
     "MultiSetRelationNetwork",
     "MultiSetTransformer",
+    "QuantileRegressor",
     "RecurrentBaseline",
     "SingleSetBaseline",
     "TextClassifier",

@@ -56,6 +56,11 @@ ESTIMATORS = (
     "mutual_information",
     "same_distribution_probability",
 )
+# What `serves["preprocessing"]` may name: one of the set preprocessings,
+# or "statistics" (a model over a vector of statistics of the pair,
+# `keras_msets.models.QuantileRegressor`; `serves["statistics"]` names
+# the statistics function).
+SERVES_PREPROCESSING = (*PREPROCESSING, "statistics")
 _REINSTALL = (
     "Reinstall keras-msets (or copy the preset folder again), or write "
     "the preset again with its recipe."
@@ -239,7 +244,7 @@ def check_serves(serves, name=None):
             )
         out["default_dims"] = [low, high]
     out["preprocessing"] = validation.check_choice(
-        "serves.preprocessing", serves["preprocessing"], PREPROCESSING
+        "serves.preprocessing", serves["preprocessing"], SERVES_PREPROCESSING
     )
     for key in ("paired", "symmetric", "joint"):
         out[key] = validation.check_bool(f"serves.{key}", serves[key])

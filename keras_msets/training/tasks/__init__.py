@@ -4,6 +4,8 @@
 - the Multi-Set Transformer tasks (Selby et al.) on `SetTask`:
   `KLDivergence`, `MutualInformation`, `JointMutualInformation`,
   `TwoSample`, `SharedClassCount`;
+- estimators that refine classical statistics: `StatisticsRegressionTask`
+  (with `PinballLoss`);
 - the Fusion Encoder Network and complex-order text tasks: `DyckTask`,
   `TextTask`, `FenMrPolarityTask`, `ComplexOrderMrTask`.
 """
@@ -18,6 +20,10 @@ from keras_msets.training.tasks.mutual_information import JointMutualInformation
 from keras_msets.training.tasks.mutual_information import MutualInformation
 from keras_msets.training.tasks.set_task import SetTask
 from keras_msets.training.tasks.shared_class_count import SharedClassCount
+from keras_msets.training.tasks.statistics_regression import PinballLoss
+from keras_msets.training.tasks.statistics_regression import (
+    StatisticsRegressionTask,
+)
 from keras_msets.training.tasks.two_sample import TwoSample
 
 __all__ = [
@@ -28,8 +34,10 @@ __all__ = [
     "JointMutualInformation",
     "KLDivergence",
     "MutualInformation",
+    "PinballLoss",
     "SetTask",
     "SharedClassCount",
+    "StatisticsRegressionTask",
     "TextTask",
     "TwoSample",
 ]
