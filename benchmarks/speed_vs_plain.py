@@ -16,7 +16,18 @@ Cases: SAB, PMA (1 seed) and ISAB (16 inducing points) at width 128, 4
 heads, batch 32; MSAB (two sets) at width 512, 8 heads, batch 4; the
 inducing-point MSAB (`InducedMultisetAttentionBlock`, 16 points per set,
 two sets) at width 128; the Multi-Set Transformer (`MultiSetTransformer`,
-4 blocks, width 256, 4 heads, PMA pooling, sets of 8-d points, batch 16).
+4 blocks, width 256, 4 heads, PMA pooling, sets of 8-d points, batch 16);
+`CMP`: `Dense(3 d)` of 32 features then `ComplexMultiplicationPooling`
+with initial weights (d = 64 states, batch 32; plain: sums of the
+log-moduli and of `atan2` angles); `COE`: `ComplexOrderEmbedding(10000,
+64)` then `ComplexDense(64)` (batch 32; plain: Wang et al. Eq. 5 and
+Eq. 10-11, the complex product as four real products); `FEN`: a training
+step of `FusionEncoderNetwork` (`sharing="all"`, encoding width 32, MLP
+widths 64, 10,000 token ids, batch 32) under its local objective (every
+segment's decoder, inputs held constant, Pasteris et al. Sec. 9), with
+the segments written out independently in the plain code; its inference
+is the root network of Sec. 11. Besides the outputs, the first training
+step's losses of both sides are checked to agree (same weights).
 
 The plain attention is the framework's fused kernel
 (`torch.nn.functional.scaled_dot_product_attention`,
@@ -112,6 +123,12 @@ CASES = {
     "MSAB": ((512,), 4, 512, 8),
     "MST": ((125,), 16, 256, 4),
     "IMSAB": ((100, 1000, 10000), 32, 128, 4),
+    # sizes: set sizes n (CMP), sequence lengths (COE, FEN); dim: the
+    # complex width d (CMP: d states; COE: d complex dimensions) or the
+    # FEN's encoding width; heads: unused
+    "CMP": ((100, 1000, 10000), 32, 64, 0),
+    "COE": ((100, 1000), 32, 64, 0),
+    "FEN": ((64, 256), 32, 32, 0),
 }
 QUICK_SIZES = {
     "SAB": (100,),
@@ -120,7 +137,15 @@ QUICK_SIZES = {
     "MSAB": (64,),
     "IMSAB": (100,),
     "MST": (30,),
+    "CMP": (100,),
+    "COE": (50,),
+    "FEN": (16,),
 }
+# Token-id cases: inputs `[batch, n]` of ids below `VOCABULARY`.
+ID_CASES = ("COE", "FEN")
+VOCABULARY = 10000
+CMP_FEATURES = 32  # CMP: Dense(3 d) of 32 features, then the pooling
+FEN_UNITS = 64  # the FEN's hidden widths (alpha, beta, omega)
 # Cases on two sets (inputs: a list of two `[batch, n, dim]` arrays).
 TWO_SETS = ("MSAB", "IMSAB", "MST")
 INDUCING_POINTS = 16
@@ -193,7 +218,100 @@ def build_ours(case, dim, heads):
             }
 
         return model, weights
+    if case == "CMP":
+        dense = keras.layers.Dense(3 * dim, name="log_polar")
+        pooling = layers.ComplexMultiplicationPooling(use_initial_weights=True)
+
+        def cmp(x):
+            return pooling(dense(x))
+
+        return cmp, lambda: {
+            "dense": _dense(dense),
+            "initial_log_modulus": _np(pooling.initial_log_modulus),
+            "initial_phase": _np(pooling.initial_phase),
+        }
+    if case == "COE":
+        embedding = layers.ComplexOrderEmbedding(VOCABULARY, dim)
+        dense = layers.ComplexDense(dim)
+
+        def coe(ids):
+            return dense(embedding(ids))
+
+        return coe, lambda: {
+            "frequency": _np(embedding.frequency),
+            "amplitude": _np(embedding.amplitude),
+            "a": _np(dense.real_kernel),
+            "b": _np(dense.imag_kernel),
+            "c": _np(dense.real_bias),
+            "d": _np(dense.imag_bias),
+        }
+    if case == "FEN":
+        return None, None  # built per length, see `_ours_model`
     raise ValueError(case)
+
+
+def _fen(n, dim):
+    from keras_msets.models import FusionEncoderNetwork
+
+    return FusionEncoderNetwork(
+        sequence_length=n,
+        vocabulary_size=VOCABULARY,
+        output_dim=1,
+        encoding_dim=dim,
+        token_encoder_units=[FEN_UNITS],
+        fusion_encoder_units=[FEN_UNITS],
+        decoder_units=[FEN_UNITS],
+        sharing="all",
+    )
+
+
+def fen_weights(model):
+    """The three MLPs of a `sharing="all"` FEN (group 0 of each)."""
+
+    def mlp(layer):
+        return [
+            {"kernel": _np(k)[0], "bias": _np(b)[0]}
+            for k, b in zip(layer.kernels, layer.biases, strict=True)
+        ]
+
+    return {
+        "table": _np(model.token_encoder.table)[0],
+        "token": mlp(model.token_encoder),
+        "fusion": mlp(model.fusion_encoder),
+        "decoder": mlp(model.decoder),
+    }
+
+
+def fen_plan(n):
+    """The FEN's segments for length `n` (a power of two), from the paper.
+
+    Written out here, independent of `keras_msets.models.FusionSegments`:
+    the singletons `(i, i)` are rows 1..n of the encoding table (row 0 is
+    the empty segment); each vertex `[a, b]` of height h (middle m) adds
+    its prefixes `(a, j)`, `m < j <= b`, and suffixes `(i, b)`,
+    `a < i <= m`, split at m. Returns per height the table rows of the
+    two parts, and per segment the rows of its own encoding and of its
+    left and right contexts `(1, i - 1)`, `(j + 1, n)`.
+    """
+    index = {(i, i): i for i in range(1, n + 1)}
+    index[(1, 0)] = index[(n + 1, n)] = 0
+    levels, size = [], 2
+    while size <= n:
+        left, right = [], []
+        for a in range(1, n + 1, size):
+            b, m = a + size - 1, a + size // 2 - 1
+            new = [(a, j) for j in range(m + 1, b + 1)]
+            new += [(i, b) for i in range(a + 1, m + 1)]
+            for i, j in new:
+                index[(i, j)] = len(index) - 1
+                left.append(index[(i, m)])
+                right.append(index[(m + 1, j)])
+        levels.append((np.array(left), np.array(right)))
+        size *= 2
+    segments = sorted((k, s) for s, k in index.items() if k > 0)
+    before = np.array([index[(1, i - 1)] for _, (i, _) in segments])
+    after = np.array([index[(j + 1, n)] for _, (_, j) in segments])
+    return levels, before, after
 
 
 def flops_mab(batch, n, m, dim, ff):
@@ -225,6 +343,16 @@ def flops_forward(case, batch, n, dim):
         pooling = 2 * flops_mab(batch, 1, n, dim, ff)
         decoder = 2 * batch * (2 * dim * ff + ff)
         return projection + blocks + pooling + decoder
+    if case == "CMP":
+        return batch * 2 * n * CMP_FEATURES * 3 * dim
+    if case == "COE":
+        return batch * n * 2 * (2 * dim) * (2 * dim)
+    if case == "FEN":
+        u, segments = FEN_UNITS, n * int(np.log2(n)) + 1
+        token = n * 2 * u * dim
+        fusion = (segments - n) * 2 * (2 * dim * u + u * dim)
+        decoder = segments * 2 * (3 * dim * u + u)
+        return batch * (token + fusion + decoder)
     raise ValueError(case)
 
 
@@ -298,7 +426,76 @@ def plain_forward(case, heads, fw):
             h = fw.relu(dense(h, layer))
         return dense(h, p["decoder_output"])
 
-    def forward(p, inputs):
+    def mlp(layers, x, last):
+        for k, layer in enumerate(layers):
+            x = dense(x, layer)
+            x = last(x) if k == len(layers) - 1 else fw.relu(x)
+        return x
+
+    def cmp(p, x):
+        # Dense to [r, a, b]; prod_k e^{r_k} e^{i theta_k}, theta = atan2(b, a)
+        z = dense(x, p["dense"])
+        d = z.shape[-1] // 3
+        r, a, b = z[..., :d], z[..., d : 2 * d], z[..., 2 * d :]
+        log_modulus = fw.sum(r, 1) + p["initial_log_modulus"]
+        phase = fw.sum(fw.atan2(b, a), 1) + p["initial_phase"]
+        return fw.concat([fw.cos(phase), fw.sin(phase), log_modulus], -1)
+
+    def coe(p, ids):
+        # Wang et al. Eq. 5: r_j exp(i omega_j pos), pos = 1, 2, ...; then
+        # Eq. 10-11: (A x - B y + c) + i (B x + A y + d), four products.
+        positions = fw.positions(ids.shape[1])
+        r = fw.take(p["amplitude"], ids)
+        theta = fw.take(p["frequency"], ids) * positions
+        x, y = r * fw.cos(theta), r * fw.sin(theta)
+        real = x @ p["a"] - y @ p["b"] + p["c"]
+        imag = x @ p["b"] + y @ p["a"] + p["d"]
+        return fw.concat([real, imag], -1)
+
+    def fen_encodings(p, ids, plan):
+        tokens = fw.take(p["table"], ids)
+        table = mlp(p["token"], fw.relu(tokens), fw.tanh)
+        table = fw.concat([table[:, :1] * 0.0, table], 1)
+        for left, right in plan[0]:
+            pair = fw.concat(
+                [
+                    fw.stop_gradient(table[:, fw.index(left)]),
+                    fw.stop_gradient(table[:, fw.index(right)]),
+                ],
+                -1,
+            )
+            table = fw.concat([table, mlp(p["fusion"], pair, fw.tanh)], 1)
+        return table
+
+    def fen_segment_outputs(p, ids):
+        # Pasteris et al. Sec. 9: every encoding entering a fusion encoder
+        # or a decoder held constant, except a segment's own.
+        plan = fw.fen_plan(ids.shape[1])
+        table = fen_encodings(p, ids, plan)
+        before = fw.stop_gradient(table[:, fw.index(plan[1])])
+        after = fw.stop_gradient(table[:, fw.index(plan[2])])
+        x = fw.concat([before, table[:, 1:], after], -1)
+        return mlp(p["decoder"], x, lambda z: z)
+
+    def fen_root(p, ids):
+        # Sec. 11: the tree's vertices only, then omega(0, eps_1N, 0).
+        x = mlp(p["token"], fw.relu(fw.take(p["table"], ids)), fw.tanh)
+        while x.shape[1] > 1:
+            x = x.reshape(x.shape[0], x.shape[1] // 2, -1)
+            x = mlp(p["fusion"], x, fw.tanh)
+        zeros = x * 0.0
+        x = fw.concat([zeros, x, zeros], -1)
+        return mlp(p["decoder"], x, lambda z: z)[:, 0]
+
+    def forward(p, inputs, training=False):
+        if case == "FEN":
+            if training:
+                return fen_segment_outputs(p, inputs[0])
+            return fen_root(p, inputs[0])
+        if case == "CMP":
+            return cmp(p, inputs[0])
+        if case == "COE":
+            return coe(p, inputs[0])
         if case == "SAB":
             return mab(p["block"], inputs[0], inputs[0])
         if case == "ISAB":
@@ -317,6 +514,17 @@ def plain_forward(case, heads, fw):
         raise ValueError(case)
 
     return forward
+
+
+def training_loss(case, outputs, target):
+    """The mean squared error; the FEN's is its local objective's: every
+    segment's decoder against the sequence's target, summed over the
+    segments (Keras's mean over `batch * segments` rows, times their
+    number)."""
+    if case == "FEN":
+        error = (outputs - target[:, None]) ** 2
+        return error.mean() * outputs.shape[1]
+    return ((outputs - target) ** 2).mean()
 
 
 # -- plain PyTorch ----------------------------------------------------------
@@ -338,6 +546,14 @@ class _ArrayOps:
             "kernel": kernel.reshape(kernel.shape[0], -1),
             "bias": w["bias"].reshape(-1),
         }
+
+    @staticmethod
+    def take(table, ids):
+        return table[ids]
+
+    @staticmethod
+    def fen_plan(n):
+        return fen_plan(n)
 
     @staticmethod
     def flat_out(w):  # kernel [heads, key_dim, dim]
@@ -364,6 +580,23 @@ def plain_torch(case, tree, heads):
     class fw(_ArrayOps):
         relu = staticmethod(torch.relu)
         concat = staticmethod(torch.cat)
+        tanh = staticmethod(torch.tanh)
+        cos = staticmethod(torch.cos)
+        sin = staticmethod(torch.sin)
+        atan2 = staticmethod(torch.atan2)
+        sum = staticmethod(torch.sum)
+
+        @staticmethod
+        def stop_gradient(z):
+            return z.detach()
+
+        @staticmethod
+        def index(rows):
+            return torch.from_numpy(rows)
+
+        @staticmethod
+        def positions(n):
+            return torch.arange(1, n + 1, dtype=torch.float32)[:, None]
 
         @staticmethod
         def heads_split(z, heads):  # [b, n, h * k] -> [b, h, n, k]
@@ -390,17 +623,20 @@ def plain_torch(case, tree, heads):
 
     def train(inputs, target):
         optimizer.zero_grad(set_to_none=True)
-        loss = torch.mean((forward(tree, inputs) - target) ** 2)
+        loss = training_loss(case, forward(tree, inputs, True), target)
         loss.backward()
         optimizer.step()
-        return float(loss)
+        return float(loss.detach())
 
     def infer(inputs):
         with torch.no_grad():
             return forward(tree, inputs).numpy()
 
     def convert(arrays):
-        return [torch.from_numpy(a) for a in arrays]
+        return [
+            torch.from_numpy(a.astype("int64") if a.dtype.kind == "i" else a)
+            for a in arrays
+        ]
 
     return train, infer, convert, sum(p.numel() for p in params)
 
@@ -425,6 +661,20 @@ def plain_jax(case, tree, heads):
     class fw(_ArrayOps):
         relu = staticmethod(jax.nn.relu)
         concat = staticmethod(jnp.concatenate)
+        tanh = staticmethod(jnp.tanh)
+        cos = staticmethod(jnp.cos)
+        sin = staticmethod(jnp.sin)
+        atan2 = staticmethod(jnp.arctan2)
+        sum = staticmethod(jnp.sum)
+        stop_gradient = staticmethod(jax.lax.stop_gradient)
+
+        @staticmethod
+        def index(rows):
+            return rows
+
+        @staticmethod
+        def positions(n):
+            return jnp.arange(1, n + 1, dtype="float32")[:, None]
 
         @staticmethod
         def heads_split(z, heads):  # [b, n, h * k] -> [b, n, h, k]
@@ -452,7 +702,7 @@ def plain_jax(case, tree, heads):
     forward = plain_forward(case, heads, fw)
 
     def loss_fn(params, inputs, target):
-        return jnp.mean((forward(params, inputs) - target) ** 2)
+        return training_loss(case, forward(params, inputs, True), target)
 
     # Adam, written out (beta1 0.9, beta2 0.999, epsilon 1e-7 as Keras).
     def adam(params, grads, state, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
@@ -556,13 +806,25 @@ def _fused_only(fn):
     return run
 
 
+def _features(case, dim):
+    return {"MST": MST_INPUT_DIM, "CMP": CMP_FEATURES}.get(case, dim)
+
+
 def _ours_model(layer, case, n, dim):
-    sets = 2 if case in TWO_SETS else 1
-    features = MST_INPUT_DIM if case == "MST" else dim
-    inputs = [keras.Input((n, features)) for _ in range(sets)]
+    if case == "FEN":
+        model = _fen(n, dim)
+        model.build()
+        model.compile(keras.optimizers.Adam(1e-3), "mse")
+        return model
+    if case in ID_CASES:
+        inputs = [keras.Input((n,), dtype="int32")]
+    else:
+        sets = 2 if case in TWO_SETS else 1
+        features = _features(case, dim)
+        inputs = [keras.Input((n, features)) for _ in range(sets)]
     if case == "MST":
         outputs = layer(inputs)
-    elif sets > 1:
+    elif len(inputs) > 1:
         outputs = keras.ops.concatenate(layer(inputs), axis=1)
     else:
         outputs = layer(inputs[0])
@@ -581,7 +843,7 @@ def attention_shapes(case, n):
         "MSAB": [(n, n)],
         "IMSAB": [(m, n), (n, m)],
         "MST": [(n, n), (1, n)],
-    }[case]
+    }.get(case, [])
 
 
 def _chooses_plain_kernel(case, n):
@@ -595,10 +857,14 @@ def run_case(case, n, warmup, repeats, seed=0):
     keras.utils.set_random_seed(seed)
     rng = np.random.default_rng(seed)
     sets = 2 if case in TWO_SETS else 1
-    features = MST_INPUT_DIM if case == "MST" else dim
-    arrays = _case_inputs(rng, batch, n, features, sets)
+    if case in ID_CASES:
+        arrays = [rng.integers(1, VOCABULARY, (batch, n)).astype("int32")]
+    else:
+        arrays = _case_inputs(rng, batch, n, _features(case, dim), sets)
     layer, weights = build_ours(case, dim, heads)
     model = _ours_model(layer, case, n, dim)
+    if case == "FEN":
+        weights = lambda: fen_weights(model)  # noqa: E731
     plain = plain_torch if BACKEND == "torch" else plain_jax
     train, infer, convert, plain_params = plain(case, weights(), heads)
     if plain_params != model.count_params():
@@ -617,6 +883,16 @@ def run_case(case, n, warmup, repeats, seed=0):
         )
     target = np.zeros_like(ours_out)
     plain_target = convert([target])[0]
+    # The training losses on the same weights (the first step's, before
+    # its update): the training equations agree too.
+    ours_loss = float(model.train_on_batch(x, target))
+    plain_loss = train(plain_inputs, plain_target)
+    loss_difference = abs(ours_loss - plain_loss) / max(abs(plain_loss), 1)
+    if loss_difference > 1e-4:
+        raise AssertionError(
+            f"{case} n={n}: training losses {ours_loss:.6g} (ours) and "
+            f"{plain_loss:.6g} (plain) differ"
+        )
     load_before = os.getloadavg()
     kernel_choice = _chooses_plain_kernel(case, n)
     steps = {
@@ -646,6 +922,7 @@ def run_case(case, n, warmup, repeats, seed=0):
         "parameters": plain_params,
         "plain_kernel_somewhere": kernel_choice,
         "max_output_difference": difference,
+        "training_loss_relative_difference": loss_difference,
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         **{k: round(v, 6) for k, v in times.items()},
