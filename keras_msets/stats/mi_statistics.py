@@ -1,0 +1,221 @@
+"""Cheap statistics of paired samples that a small model maps to `I(X; Y)`.
+
+`mi_statistics(x, y)` summarizes the pairs `(x_j, y_j)` (`x` `[n, d_x]`,
+`y` `[n, d_y]`) in a fixed-length vector (`FEATURES` names its entries).
+Everything is computed on the copula-normal coordinates: each coordinate
+of `x` and of `y` replaced by `Phi^-1((rank - 1/2) / n)`, an increasing
+map of that coordinate alone, which the mutual information is invariant
+to. The statistics, and so any estimate made from them, are therefore
+unchanged by any strictly increasing map of any coordinate (heavy tails,
+exponentials, bimodal marginals all look alike here):
+
+- the KSG estimates (Kraskov, Stögbauer & Grassberger 2004, algorithm 1,
+  max-norm) at `k` in `NEIGHBOURS`;
+- the Gaussian plug-in `0.5 (log det R_xx + log det R_yy - log det R)` of
+  the copula-normal correlation matrix `R`, shrunk towards the identity
+  with weight `(d_x + d_y) / (d_x + d_y + n)` so that it stays finite for
+  `n <= d_x + d_y` (exact in the limit for Gaussians under per-coordinate
+  increasing maps);
+- the Mardia kurtosis of the joint copula-normal sample and of each side
+  (log of its ratio to the Gaussian value `p (p + 2)`), which says how
+  far the dependence is from a Gaussian copula;
+- `log n`, `log` of the block size, `d_x`, `d_y` and their logs.
+
+The KSG neighbour counts come from dense max-norm distance matrices
+(numpy, float32). Samples larger than `block_size(d_x + d_y)` rows are
+cut into random blocks of at most that size, the KSG estimates of the
+blocks are averaged and `log_block` reports the mean block size: the
+cost then grows linearly with `n` (about `n * block * (d_x + d_y)`
+operations), and the block estimates keep the distribution they have at
+the block size, with less spread. The plug-in and kurtosis use all rows.
+"""
+
+import numpy as np
+
+NEIGHBOURS = (1, 3, 10)
+MIN_POINTS = 10  # pairs needed
+# Largest block for the KSG counts: BLOCK_BUDGET / (d_x + d_y) rows,
+# within [MIN_BLOCK, MAX_BLOCK].
+BLOCK_BUDGET = 4096
+MIN_BLOCK = 256
+MAX_BLOCK = 2048
+FEATURES = (
+    *(f"ksg_k{k}" for k in NEIGHBOURS),
+    "plugin",
+    "log_kurtosis_joint",
+    "log_kurtosis_x",
+    "log_kurtosis_y",
+    "log_n",
+    "log_block",
+    "dim_x",
+    "dim_y",
+    "log_dim_x",
+    "log_dim_y",
+)
+# The statistic that the pretrained estimators correct (`base`).
+BASE_FEATURE = "plugin"
+
+
+def block_size(total_dim):
+    """Largest block of rows on which the KSG counts are computed."""
+    return int(np.clip(BLOCK_BUDGET // total_dim, MIN_BLOCK, MAX_BLOCK))
+
+
+def check_pair(x, y):
+    """`x` and `y` as float64 `[n, d]` arrays with the same `n`; clear
+    errors for anything else."""
+    arrays = []
+    for name, value in (("x", x), ("y", y)):
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            raise TypeError(
+                f"`{name}` must be a real numeric array. Received: "
+                f"{name} of dtype {array.dtype}"
+            )
+        if array.ndim == 1:
+            array = array[:, None]
+        if array.ndim != 2 or array.shape[1] < 1:
+            raise ValueError(
+                f"`{name}` must be a 2-D array [n, d] with d >= 1. "
+                f"Received: {name}.shape={array.shape}"
+            )
+        if array.shape[0] < MIN_POINTS:
+            raise ValueError(
+                f"`{name}` must have at least {MIN_POINTS} rows. Received: "
+                f"{name}.shape={array.shape}"
+            )
+        array = array.astype(np.float64)
+        if not np.all(np.isfinite(array)):
+            raise ValueError(
+                f"`{name}` must hold finite values only. Received: {name} "
+                f"with {int(np.sum(~np.isfinite(array)))} NaN/inf values"
+            )
+        arrays.append(array)
+    x, y = arrays
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(
+            "`x` and `y` must have the same number of rows (row j of each "
+            f"is one joint sample). Received: x.shape={x.shape}, "
+            f"y.shape={y.shape}"
+        )
+    return x, y
+
+
+def copula_normal(a):
+    """Each column of `a` replaced by `Phi^-1((rank - 1/2) / n)` (ranks
+    0-based plus one half; ties broken by row order)."""
+    from scipy import special
+
+    n = a.shape[0]
+    order = np.argsort(a, axis=0, kind="stable")
+    ranks = np.empty_like(order)
+    ranks[order, np.arange(a.shape[1])[None, :]] = np.arange(n)[:, None]
+    return special.ndtri((ranks + 0.5) / n)
+
+
+def _max_norm_distances(a):
+    a = a.astype(np.float32)
+    return np.abs(a[:, None, :] - a[None, :, :]).max(axis=-1)
+
+
+def ksg_estimates(x, y, neighbours=NEIGHBOURS):
+    """KSG (algorithm 1, max-norm) at every `k` of `neighbours` (capped at
+    `n - 1`), from dense distance matrices."""
+    from scipy.special import digamma
+
+    n = x.shape[0]
+    dx = _max_norm_distances(x)
+    dy = _max_norm_distances(y)
+    joint = np.maximum(dx, dy)
+    np.fill_diagonal(joint, np.inf)
+    k_max = min(max(neighbours), n - 1)
+    nearest = np.partition(joint, k_max - 1, axis=1)[:, :k_max]
+    nearest.sort(axis=1)
+    out = []
+    for k in neighbours:
+        k = min(k, k_max)
+        radius = nearest[:, k - 1 : k]
+        # Points strictly closer than the k-th joint neighbour, self
+        # excluded (its distance 0 is always counted).
+        count_x = (dx < radius).sum(axis=1) - 1
+        count_y = (dy < radius).sum(axis=1) - 1
+        value = digamma(k) + digamma(n)
+        value -= np.mean(digamma(count_x + 1) + digamma(count_y + 1))
+        out.append(float(value))
+    return out
+
+
+def _blocked_ksg(x, y, seed):
+    n = x.shape[0]
+    size = block_size(x.shape[1] + y.shape[1])
+    blocks = int(np.ceil(n / size))
+    if blocks <= 1:
+        return np.array(ksg_estimates(x, y)), float(n)
+    rng = np.random.default_rng(seed)
+    parts = np.array_split(rng.permutation(n), blocks)
+    estimates = [ksg_estimates(x[p], y[p]) for p in parts]
+    return np.mean(estimates, axis=0), n / blocks
+
+
+def _shrunk_correlation(z):
+    n, p = z.shape
+    corr = np.atleast_2d(np.corrcoef(z, rowvar=False))
+    weight = p / (p + n)
+    return (1 - weight) * corr + weight * np.eye(p)
+
+
+def _log_kurtosis(z, corr):
+    """log of Mardia's kurtosis over its Gaussian value `p (p + 2)`."""
+    p = z.shape[1]
+    centred = z - z.mean(axis=0)
+    squared = np.einsum("ij,ij->i", centred @ np.linalg.inv(corr), centred)
+    return float(np.log(np.mean(squared**2) / (p * (p + 2))))
+
+
+def gaussian_copula_statistics(zx, zy):
+    """`(plug-in MI, log kurtosis joint, of x, of y)` of copula-normal
+    coordinates."""
+    dim_x = zx.shape[1]
+    z = np.concatenate([zx, zy], axis=1)
+    corr = _shrunk_correlation(z)
+    logdet = np.linalg.slogdet(corr)[1]
+    logdet_x = np.linalg.slogdet(corr[:dim_x, :dim_x])[1]
+    logdet_y = np.linalg.slogdet(corr[dim_x:, dim_x:])[1]
+    plugin = max(0.5 * (logdet_x + logdet_y - logdet), 0.0)
+    return (
+        float(plugin),
+        _log_kurtosis(z, corr),
+        _log_kurtosis(zx, corr[:dim_x, :dim_x]),
+        _log_kurtosis(zy, corr[dim_x:, dim_x:]),
+    )
+
+
+def mi_statistics(x, y, seed=0):
+    """The statistics `FEATURES` of one sample of pairs, a float64 vector.
+
+    Args:
+        x: `[n, d_x]` (a 1-D array is one column), `n >= MIN_POINTS`.
+        y: `[n, d_y]`; row `j` of `x` and of `y` is one joint sample.
+        seed: seed of the random split into blocks (used only when `n`
+            is above `block_size(d_x + d_y)`).
+
+    Returns:
+        float64 array `[len(FEATURES)]`.
+    """
+    x, y = check_pair(x, y)
+    zx, zy = copula_normal(x), copula_normal(y)
+    ksg, block = _blocked_ksg(zx, zy, seed)
+    dim_x, dim_y = x.shape[1], y.shape[1]
+    return np.array(
+        [
+            *ksg,
+            *gaussian_copula_statistics(zx, zy),
+            np.log(x.shape[0]),
+            np.log(block),
+            dim_x,
+            dim_y,
+            np.log(dim_x),
+            np.log(dim_y),
+        ],
+        dtype=np.float64,
+    )
