@@ -85,10 +85,13 @@ def run_path(output_dir, config_name, row, seed):
 
 
 def load_runs(output_dir, config_name):
-    return [
+    """The stored runs of one configuration (not those of a configuration
+    whose name extends it, e.g. `small_projection` for `small`)."""
+    runs = [
         json.loads(path.read_text())
         for path in sorted(Path(output_dir).glob(f"{config_name}_*_seed*.json"))
     ]
+    return [run for run in runs if run["settings"]["config"] == config_name]
 
 
 def run_missing(args, settings, script, argv, load_data, run_one, describe):

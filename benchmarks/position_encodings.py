@@ -10,7 +10,14 @@ to the sinusoids (combined BLEU 26.6 and 26.5 against 26.4) and clearly
 better than learned per-position encodings (25.0). Their "learned
 angles" trains the phases and angles only (`s = r = 1`); a seventh row,
 `diagonal_polar_learned_modulus` (`learn_modulus=True`, not in the paper),
-trains the scales and log-moduli as well.
+trains the scales and log-moduli as well. An eighth, `rotary` (not in the
+paper), adds nothing to the embeddings and turns the self-attention's
+queries and keys by `keras_msets.layers.AutomatonRotaryEmbedding` (fixed
+RoPE, a diagonal unary automaton applied to queries and keys). KerasHub's
+`TransformerEncoder` has no hook for that, so this row alone uses
+`RotaryTransformerEncoder`, the same block (post-layer-norm, ReLU
+feed-forward, no dropout, the same weights) with rotary queries and keys;
+the other rows are unchanged.
 
 Machine translation does not fit on 2 CPU cores, so this benchmark uses a
 small task in which word order is everything: **shift by k** (`k = 3` by
@@ -91,6 +98,10 @@ ROWS = {
         {"learn_modulus": True},
     ),
     **{mode: (mode, {}) for mode in MODES[2:]},
+    # Rotary: nothing added to the embeddings; the queries and keys of
+    # the self-attention are turned by `AutomatonRotaryEmbedding` (fixed
+    # RoPE) inside `RotaryTransformerEncoder`.
+    "rotary": ("rotary", {}),
 }
 # Table 1 of the paper, "combined" column (all seven language pairs'
 # test sets together), case-insensitive BLEU; † = significantly different
@@ -103,6 +114,7 @@ PAPER_COMBINED_BLEU = {
     "full_matrix_learned": "26.5",
     "per_position_random": "26.3",
     "per_position_learned": "25.0 †",
+    "rotary": "- (not in the paper)",
 }
 FULL = {
     "shift": 3,
@@ -155,10 +167,93 @@ def make_sequences(rng, num, lengths, pad_to, config):
     return tokens, targets
 
 
+class RotaryTransformerEncoder(keras.layers.Layer):
+    """`keras_hub.layers.TransformerEncoder` with rotary queries and keys.
+
+    The layout of KerasHub's encoder block with its defaults (post-layer-
+    norm, epsilon 1e-5, ReLU feed-forward, Glorot-uniform kernels, zero
+    biases, no dropout; its weights in the same order and shapes), except
+    that the self-attention's queries and keys
+    `[batch, length, heads, key_dim]` are turned by
+    `keras_msets.layers.AutomatonRotaryEmbedding` (fixed RoPE, positions
+    from 0) before their dot products. KerasHub's encoder has no hook for
+    that. Padded keys get a large finite negative logit.
+    """
+
+    def __init__(self, intermediate_dim, num_heads, **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_dim = intermediate_dim
+        self.num_heads = num_heads
+
+    def build(self, inputs_shape):
+        hidden_dim = inputs_shape[-1]
+        self.key_dim = hidden_dim // self.num_heads
+        heads = (None, self.num_heads, self.key_dim)
+        self.query_dense, self.key_dense, self.value_dense = (
+            keras.layers.EinsumDense(
+                "abc,cde->abde", heads, bias_axes="de", name=name
+            )
+            for name in ("query", "key", "value")
+        )
+        self.output_dense = keras.layers.EinsumDense(
+            "abcd,cde->abe", (None, hidden_dim), bias_axes="e", name="output"
+        )
+        for layer in (self.query_dense, self.key_dense, self.value_dense):
+            layer.build(inputs_shape)
+        self.output_dense.build(tuple(inputs_shape[:2]) + heads[1:])
+        self.rotary = keras_msets.layers.AutomatonRotaryEmbedding(name="rotary")
+        self.attention_norm = keras.layers.LayerNormalization(
+            epsilon=1e-5, name="self_attention_layer_norm"
+        )
+        self.attention_norm.build(inputs_shape)
+        self.feedforward_norm = keras.layers.LayerNormalization(
+            epsilon=1e-5, name="feedforward_layer_norm"
+        )
+        self.feedforward_norm.build(inputs_shape)
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim, activation="relu", name="intermediate"
+        )
+        self.intermediate_dense.build(inputs_shape)
+        self.feedforward_dense = keras.layers.Dense(
+            hidden_dim, name="feedforward_output"
+        )
+        self.feedforward_dense.build(
+            tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
+        )
+
+    def call(self, inputs, padding_mask=None):
+        query = self.rotary(self.query_dense(inputs))
+        key = self.rotary(self.key_dense(inputs))
+        logits = keras.ops.einsum("bqhd,bkhd->bhqk", query, key)
+        logits = logits / math.sqrt(self.key_dim)
+        if padding_mask is not None:
+            visible = padding_mask[:, None, None, :]
+            logits = keras.ops.where(visible, logits, -1e9)
+        weights = keras.ops.softmax(logits, axis=-1)
+        attended = keras.ops.einsum(
+            "bhqk,bkhd->bqhd", weights, self.value_dense(inputs)
+        )
+        x = self.attention_norm(inputs + self.output_dense(attended))
+        h = self.feedforward_dense(self.intermediate_dense(x))
+        return self.feedforward_norm(x + h)
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            intermediate_dim=self.intermediate_dim, num_heads=self.num_heads
+        )
+        return config
+
+
 def build_model(row, config, max_length):
     """Embedding + position encoding, TransformerEncoder(s), Dense softmax.
 
-    `row` is a key of `ROWS` (a mode, or a mode with layer arguments).
+    `row` is a key of `ROWS` (a mode, or a mode with layer arguments);
+    the "rotary" row adds nothing to the embeddings and uses
+    `RotaryTransformerEncoder` blocks instead.
     """
     mode, options = ROWS[row]
     tokens = keras.Input(shape=(None,), dtype="int32", name="tokens")
@@ -166,11 +261,20 @@ def build_model(row, config, max_length):
     x = keras.layers.Embedding(
         config["vocabulary_size"], config["hidden_dim"], name="embedding"
     )(tokens)
-    x = x + keras_msets.layers.AutomatonPositionEncoding(
-        mode=mode, max_length=max_length, name="position_encoding", **options
-    )(x)
+    if mode != "rotary":
+        x = x + keras_msets.layers.AutomatonPositionEncoding(
+            mode=mode,
+            max_length=max_length,
+            name="position_encoding",
+            **options,
+        )(x)
+    block = (
+        RotaryTransformerEncoder
+        if mode == "rotary"
+        else keras_hub.layers.TransformerEncoder
+    )
     for index in range(config["num_layers"]):
-        x = keras_hub.layers.TransformerEncoder(
+        x = block(
             intermediate_dim=config["intermediate_dim"],
             num_heads=config["num_heads"],
             name=f"encoder_{index}",
@@ -229,7 +333,11 @@ def run(mode, seed, config):
         # Compiling costs more than the few steps of the smoke run.
         run_eagerly=config["run_eagerly"],
     )
-    encoding = model.get_layer("position_encoding")
+    encoding = (
+        model.get_layer("encoder_0").rotary
+        if ROWS[mode][0] == "rotary"
+        else model.get_layer("position_encoding")
+    )
     start = time.perf_counter()
     history = model.fit(
         x,
@@ -253,12 +361,15 @@ def run(mode, seed, config):
         )
     # Norm of the encoding at the first, last trained and last tested
     # position: shows whether a learned automaton grows or decays with p.
-    probe = np.zeros((1, max_length, config["hidden_dim"]), "float32")
-    vectors = keras.ops.convert_to_numpy(encoding(probe))[0]
-    norms = {
-        str(p): float(np.linalg.norm(vectors[p]))
-        for p in (0, config["train_length"] - 1, max_length - 1)
-    }
+    # (Rotary turns vectors without changing their norm: none.)
+    norms = None
+    if ROWS[mode][0] != "rotary":
+        probe = np.zeros((1, max_length, config["hidden_dim"]), "float32")
+        vectors = keras.ops.convert_to_numpy(encoding(probe))[0]
+        norms = {
+            str(p): float(np.linalg.norm(vectors[p]))
+            for p in (0, config["train_length"] - 1, max_length - 1)
+        }
     return {
         "encoding_trainable_parameters": int(
             sum(math.prod(w.shape) for w in encoding.trainable_weights)

@@ -110,3 +110,22 @@ def test_overlap_reference_separates_copied_sets(tmp_path):
     scores, labels = script.overlap_scores(data["test_disjoint"], 4096)
     np.testing.assert_allclose(scores[labels == 1], 1.0)
     assert np.all(scores[labels == 0] < 1.0)
+
+
+def test_variants_are_named_and_stored_apart(tmp_path):
+    script = load_script(SCRIPT)
+    args, config = script.parse_args(["--variant", "projection", "--dev-only"])
+    assert args.config == "dev_small_projection"
+    assert config == dict(script.SMALL, **script.VARIANTS["projection"])
+    encoder = script.VerseEncoder(64, 8, 4, fixed_projection=True)
+    encoder(np.array([[1, 2, 0]]))
+    # Only the MLP learns; the random projection stays as drawn.
+    assert encoder.embedding.trainable_weights == []
+    assert len(encoder.trainable_weights) == 4
+    # The runs of "small" never include those of "small_projection".
+    for name in ("small", "small_projection"):
+        path = tmp_path / f"{name}_multiset_transformer_seed0.json"
+        path.write_text(json.dumps({"settings": {"config": name}}))
+    for name in ("small", "small_projection"):
+        runs = script.bible_runs.load_runs(tmp_path, name)
+        assert [r["settings"]["config"] for r in runs] == [name]

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import keras
+import keras_hub
 import numpy as np
 import pytest
 
@@ -47,6 +49,7 @@ def test_position_encodings_smoke(tmp_path):
         "full_matrix_learned": d + d * d,
         "per_position_random": 0,
         "per_position_learned": max_length * d,
+        "rotary": 0,
     }
 
 
@@ -93,3 +96,34 @@ def test_rows_kept_from_an_earlier_run(tmp_path):
     earlier.write_text(json.dumps(saved))
     with pytest.raises(ValueError, match="same settings.*epochs"):
         script.main(["--smoke", "--keep-rows-from", str(earlier)])
+
+
+def test_rotary_block_is_keras_hub_encoder_with_rotary_queries_and_keys():
+    script = _load_script()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 4, 8)).astype("float32")
+    valid = np.ones((2, 4), bool)
+    reference = keras_hub.layers.TransformerEncoder(16, num_heads=2)
+    block = script.RotaryTransformerEncoder(16, num_heads=2)
+    reference(x, padding_mask=valid)
+    block(x, padding_mask=valid)
+    block.set_weights(reference.get_weights())
+
+    def call(layer, inputs, mask):
+        return keras.ops.convert_to_numpy(layer(inputs, padding_mask=mask))
+
+    # One position: the rotation is the identity, the layouts agree.
+    np.testing.assert_allclose(
+        call(block, x[:, :1], valid[:, :1]),
+        call(reference, x[:, :1], valid[:, :1]),
+        atol=1e-5,
+    )
+    # Longer: the rotation changes the attention...
+    ours = call(block, x, valid)
+    assert np.abs(ours - call(reference, x, valid)).max() > 1e-3
+    # ... through relative positions only: a padded position in front
+    # shifts every position by one and changes nothing else.
+    shifted = np.concatenate([np.zeros_like(x[:, :1]), x], axis=1)
+    mask = np.concatenate([np.zeros((2, 1), bool), valid], axis=1)
+    moved = call(block, shifted, mask)[:, 1:]
+    np.testing.assert_allclose(moved, ours, atol=1e-4)
