@@ -269,8 +269,8 @@ def accurate_phase(x):
     by an ulp with a bias (PyTorch's against numpy's): summed over 1e5
     copies of one angle that is up to 1e-2 rad. `hi` is the float32 phase
     and `lo` the rest, for `log_polar_product(..., phase_lo=lo)`: on
-    TensorFlow and PyTorch the angle is computed in float64 (within about
-    1e-15 rad), on JAX by a float32 refinement (within about 1e-10 rad; see
+    TensorFlow and PyTorch the rest is computed in float64 (the angle to
+    within about 1e-15 rad), on JAX by a float32 refinement (within about 1e-10 rad; see
     `_refine_phase_jax`). Conventions and gradients are those of
     `complex_phase` (`lo` carries no gradient).
 
@@ -290,24 +290,18 @@ def accurate_phase(x):
     if not _float64_available():
         real, imag = complex_split(x)
         return hi, _refine_phase_jax(real, imag, hi)
-    # The float64 angle by the half-angle formulas (Keras' PyTorch
-    # `arctan2` computes float64 inputs in float32): 2 atan(y / (r + x))
-    # for x >= 0, 2 atan((r - x) / y) otherwise (pi on the negative axis).
+    # The rest of the angle in float64: with `r = |z|`, `sin(theta - hi) =
+    # (im cos(hi) - re sin(hi)) / r`, and `theta - hi` is below an ulp of
+    # `hi`, where `sin(t) = t` to 1e-21 rad. (Keras' PyTorch `arctan2`
+    # computes float64 inputs in float32, so the angle itself is not
+    # taken in float64.) The origin and infinite parts get `lo = 0`, as
+    # on JAX.
     real, imag = complex_split(ops.cast(x, "float64"))
+    hi64 = ops.cast(hi, "float64")
     radius = ops.sqrt(real * real + imag * imag)
-    right = ops.greater_equal(real, 0)
-    numerator = ops.where(right, imag, radius - real)
-    denominator = ops.where(right, radius + real, imag)
-    on_axis = ops.equal(denominator, 0)
-    safe = ops.where(on_axis, ops.ones_like(denominator), denominator)
-    phase = 2.0 * ops.arctan(numerator / safe)
-    axis_angle = ops.where(
-        right, ops.zeros_like(real), ops.full_like(real, math.pi)
-    )
-    phase = ops.where(on_axis, axis_angle, phase)
-    lo = phase - ops.cast(hi, "float64")
-    # -pi and pi on the negative real axis (the sign of -0.0) are one angle.
-    lo = lo - _TWO_PI * ops.round(lo / _TWO_PI)
+    safe = ops.where(ops.greater(radius, 0), radius, ops.ones_like(radius))
+    lo = (imag * ops.cos(hi64) - real * ops.sin(hi64)) / safe
+    lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
     # Only the rounding of `hi`: no gradient (that of `hi` is exact).
     lo = ops.stop_gradient(ops.cast(lo, dtype))
     return hi, lo
