@@ -41,7 +41,7 @@ from keras_msets.stats import mi_statistics as stats
 SEED_TAG = 29_2026  # first word of every training seed sequence
 SPLITS = {"train": 0, "validation": 1, "test": 2}
 MIN_N = 10
-MAX_N = 20_000
+MAX_N = 5_000
 MAX_DIM = 25
 CHUNK = 50  # rows per cache file
 
@@ -304,7 +304,7 @@ def statistics_table(split, rows, cache_dir, log=None):
     return table
 
 
-DEFAULT_ROWS = {"train": 4000, "validation": 600, "test": 600}
+DEFAULT_ROWS = {"train": 3000, "validation": 400, "test": 400}
 
 
 def default_cache_dir():

@@ -68,6 +68,8 @@ import os
 
 import numpy as np
 
+from keras_msets.estimators import refined
+
 # The pieces of the estimators live in routing (presets and their specs),
 # inputs (checks, batching, the cached models) and out_of_distribution
 # (warnings, the tail check); their names stay importable from here.
@@ -96,7 +98,7 @@ from keras_msets.estimators.out_of_distribution import tail_thresholds
 from keras_msets.estimators.out_of_distribution import unlearned_dims
 from keras_msets.estimators.routing import SPECS
 from keras_msets.estimators.routing import EstimatorSpec
-from keras_msets.estimators.routing import _model_spec
+from keras_msets.estimators.routing import _model_spec  # noqa: F401
 from keras_msets.estimators.routing import _spans_text
 from keras_msets.estimators.routing import _spec_for
 from keras_msets.estimators.routing import installed_specs
@@ -296,6 +298,37 @@ def kl_divergence(
     return _estimate("kl_divergence", spec, x, y, model, batch_size, **options)
 
 
+def _reads_statistics(estimator, model):
+    """Whether `model` (None: the default preset of `estimator`) is a
+    preset over statistics (`keras_msets.estimators.refined`)."""
+    if model is None:
+        spans = route_spans(estimator)
+        return all(refined.is_statistics_preset(n) for n, _, _ in spans)
+    if isinstance(model, (str, os.PathLike)):
+        return refined.is_statistics_preset(model)
+    return False
+
+
+def _specialist_spec(joint):
+    """The spec of the installed Multi-Set Transformer preset of
+    `mutual_information` that reads the `joint` (or split) samples and
+    serves the highest `d`."""
+    specs = [
+        spec
+        for spec in installed_specs().values()
+        if spec.estimator == "mutual_information"
+        and spec.preprocessing != "statistics"
+        and spec.joint == joint
+    ]
+    if not specs:
+        raise ValueError(
+            "No installed Multi-Set Transformer preset reads the "
+            f"{'joint' if joint else 'split'} samples for "
+            "`mutual_information`; name a preset as `model`."
+        )
+    return max(specs, key=lambda spec: spec.dims[1])
+
+
 MI_MODES = ("split", "joint")
 
 
@@ -343,70 +376,106 @@ def mutual_information(
     mode=None,
     permutations=None,
     out_of_distribution="fallback",
+    interval=None,
 ):
     """Estimates the mutual information `I(X; Y)` from paired samples.
 
-    Row `j` of `x` and row `j` of `y` are one joint sample. Two presets,
-    both dimension-equivariant Multi-Set Transformers trained on Gaussians
-    with standard normal marginals and componentwise correlation `rho`
-    (`corr(x_j, y_j) = rho`, Selby et al. Sec. 5.1.2), read the samples
-    in two ways (`mode`):
+    Row `j` of `x` and row `j` of `y` are one joint sample; `x` and `y`
+    may have different numbers of columns.
+
+    The default preset, `knn_refined_mutual_information` (d_x, d_y =
+    1..25, n = 10..100,000), refines classical statistics
+    (`keras_msets.estimators.refined`): KSG estimates at k = 1, 3, 10
+    and the Gaussian plug-in, all on copula-normal coordinates (each
+    coordinate replaced by the normal quantile of its rank), plus the
+    sizes, go through a small MLP trained on a broad family of problems
+    with exact answers (`keras_msets.data.mi_problems`), which returns
+    quantiles of `I`: the median is the estimate and, with `interval`,
+    two quantiles give an interval. The estimate is unchanged by any
+    increasing map of any coordinate of `x` or `y` (heavy tails included).
+    Above 2,048 / (d_x + d_y) rows (at least 256) the KSG statistics are
+    averaged over random blocks, so the cost grows linearly with `n`.
+
+    The Multi-Set Transformers of Selby et al. (Sec. 5.1.2), trained on
+    Gaussians with componentwise correlation and 100-150 points, stay
+    available as specialists, by name or `mode` (d_x = d_y only):
 
     - `"split"`, the paper's (`mst_mutual_information`, d = 2..20): the
       set of the `x_j` and the set of the `y_j`, each coordinate
       standardized (`standardize_pairs`), each coordinate of `y` first
       negated where it correlates negatively with that of `x`
-      (`orient_to_x`, ours: the estimate is then the same for `y` and
-      `-y`, as the mutual information is; on 300 pairs of the task's test
-      sets the error is 0.601 instead of 0.607 nats at d = 10 and 0.627
-      instead of 0.677 at d = 20, torch). Being invariant to the order of
-      each set, the model never sees which `y_j` belongs to which `x_j`;
-      it infers the dependence from how the two clouds relate, which
-      works in high d and fails at d = 2 (no better than a constant).
+      (`orient_to_x`). Being invariant to the order of each set, the
+      model never sees which `y_j` belongs to which `x_j`.
     - `"joint"`, ours (`mst_mutual_information_joint`, d = 1..8): the
       joint samples `[x_j, y_j]` against the same rows with the `y` part
-      permuted, `[x_j, y_pi(j)]` (`joint_and_product_sets`), read as a KL
-      divergence, `I(X; Y) = KL(P_XY || P_X P_Y)`, after `whiten_pairs`
-      (`sign="third_moment"`).
-      This uses the pairing, as the KSG estimator does; it is fine-tuned
-      from the `mst_kl_divergence` preset. The answer is the mean over
-      `permutations` readings, each with its own fixed permutation (ours:
-      one permutation is a noisy sample of the product of the marginals;
-      the mean of 8 has about a fifth less error at d = 2 and 4 than one).
-
-    The default (`model=None`, `mode=None`) sends each pair by its `d`:
-    d = 1..8 to the joint preset, d = 9..20 to the split one, the better
-    of the two at each d on the cards' test pairs (the joint preset's
-    card measures both). Data of another dependence structure are
-    outside what either was trained on.
+      permuted (`joint_and_product_sets`), read as a KL divergence,
+      `I(X; Y) = KL(P_XY || P_X P_Y)`, after `whiten_pairs`; the answer
+      is the mean over `permutations` readings.
 
     Args:
-        x: `[n, d]`, or a batch (`[batch, n, d]` or a list of arrays).
-        y: `[n, d]` (the same `n` and `d` as its `x`), or a batch.
-        model: None (the presets above), a preset name, or a
-            `keras.Model`.
-        batch_size: pairs per model call.
-        mode: None (by `d` for the default presets; the preset's own mode
-            for a preset name; `"split"` for a `keras.Model`), `"split"`
-            or `"joint"`.
+        x: `[n, d_x]`, or a batch (`[batch, n, d_x]` or a list of
+            arrays).
+        y: `[n, d_y]` (the same `n` as its `x`), or a batch.
+        model: None (`knn_refined_mutual_information`), a preset name
+            (`"mst_mutual_information"`, `"mst_mutual_information_joint"`),
+            or a `keras.Model` (read as the split Multi-Set Transformer).
+        batch_size: pairs per model call (Multi-Set Transformers).
+        mode: None, or `"split"` / `"joint"` for the Multi-Set
+            Transformer presets (module docstring of
+            `keras_msets.estimators.pretrained`).
         permutations: the joint reading's number of permutations to
-            average over (None: `JOINT_PERMUTATIONS`, 8); each costs one
-            model call per pair. Unused by the split reading.
-        out_of_distribution: as for `kl_divergence`; `"fallback"` answers
-            a heavy-tailed pair with `ksg_mutual_information` (k = 3).
+            average over (None: `JOINT_PERMUTATIONS`, 8).
+        out_of_distribution: what to do with a pair outside what the
+            preset was trained on. For the default preset: a side with
+            more than 25 columns, or statistics outside the range of its
+            training rows; `"fallback"` (default) answers it with
+            `ksg_mutual_information` (k = 3) and a warning (interval
+            `(nan, nan)`), `"warn"` keeps the model's answer with a
+            warning, `"raise"` raises. For the Multi-Set Transformers:
+            heavy tails, as for `kl_divergence`.
+        interval: None, or a probability in (0, 0.95] (default preset
+            only): also return an interval that holds the true value
+            with that probability (from the model's quantiles).
 
     Returns:
-        The estimate in nats (clipped at 0): a float, or a float64 array
-        `[batch]`.
+        The estimate in nats (>= 0): a float, or a float64 array
+        `[batch]`. With `interval`, a `keras_msets.estimators.Estimate`
+        named tuple `(value, low, high, level)` whose fields are floats
+        for one pair and float64 arrays `[batch]` for a batch.
 
     Raises:
         TypeError: complex, string or object input.
-        ValueError: as `kl_divergence`, and when `x` and `y` have
-            different numbers of rows; `d` must be in 1..20 (1..8 for
-            `mode="joint"`, 2..20 for `mode="split"`); the joint mode
-            needs `2d + 1` rows; `permutations` must be a positive
-            integer.
+        ValueError: NaN or inf, a wrong rank, different numbers of rows
+            in `x` and `y`, fewer than 10 rows (default preset), a bad
+            `interval` or `interval` with a Multi-Set Transformer; for
+            the Multi-Set Transformers, as `kl_divergence` (d_x = d_y in
+            1..20, 1..8 for `mode="joint"`).
+
+    Example:
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(1000, 2))
+    >>> y = x + rng.normal(size=(1000, 2))  # exact: log 2 = 0.693
+    >>> keras_msets.estimators.mutual_information(x, y, interval=0.9)
     """
+    if mode is None and _reads_statistics("mutual_information", model):
+        preset = model
+        if preset is None:
+            preset = route_spans("mutual_information")[0][0]
+        return refined.statistics_estimates(
+            "mutual_information",
+            preset,
+            x,
+            y,
+            interval=interval,
+            out_of_distribution=out_of_distribution,
+        )
+    if interval is not None:
+        raise ValueError(
+            "`interval` is given by the presets that return quantiles "
+            "(`knn_refined_mutual_information`, the default), not by the "
+            "Multi-Set Transformers or a keras.Model. Received: "
+            f"interval={interval!r} with model={model!r}, mode={mode!r}"
+        )
     if mode is not None and mode not in MI_MODES:
         raise ValueError(
             f"`mode` must be None or one of {MI_MODES}. Received: mode={mode!r}"
@@ -424,9 +493,10 @@ def mutual_information(
             permutations=permutations,
             out_of_distribution=out_of_distribution,
         )
-    if model is None:
-        # One reading asked for: its preset over its whole trained range.
-        spec = _model_spec("mutual_information", joint)
+    if model is None or not isinstance(model, (str, os.PathLike)):
+        # One reading asked for, or a keras.Model: the Multi-Set
+        # Transformer preset of that reading.
+        spec = _specialist_spec(bool(joint))
     else:
         spec = _spec_for("mutual_information", model, joint)
     return _estimate(

@@ -219,3 +219,9 @@ def mi_statistics(x, y, seed=0):
         ],
         dtype=np.float64,
     )
+
+
+def pair_statistics(x, y, seed=0):
+    """`mi_statistics`: the name the estimators call a statistics module
+    by (`keras_msets.estimators.refined`)."""
+    return mi_statistics(x, y, seed=seed)

@@ -228,7 +228,25 @@ class StatisticsRegressionTask(Task):
         return features[:2]
 
     def serves(self):
-        return self._serves
+        """The `serves` record given, completed with what the estimator
+        needs to read the model: the feature names, the quantile levels,
+        the target and each feature's range over the training rows
+        (`feature_ranges`, for the out-of-distribution check)."""
+        if self._serves is None:
+            return None
+        features, _, _ = self._rows("train")
+        return {
+            **self._serves,
+            "features": list(self.feature_names),
+            "quantiles": list(self.quantiles),
+            "target": self.target,
+            "feature_ranges": [
+                [float(low), float(high)]
+                for low, high in zip(
+                    features.min(axis=0), features.max(axis=0), strict=True
+                )
+            ],
+        }
 
     def data_description(self, budget):
         return self.description or self.name

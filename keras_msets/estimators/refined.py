@@ -1,0 +1,273 @@
+"""Estimators that refine classical statistics: a statistics vector, a small
+pretrained model, an estimate with an interval.
+
+A preset of this kind has `serves["preprocessing"] == "statistics"`
+(written by `keras_msets.training.tasks.StatisticsRegressionTask`) and
+its `serves` record names:
+
+- `statistics`: the module of its statistics (`keras_msets.stats.
+  mi_statistics`), which defines `FEATURES` (the names of the entries,
+  checked against `serves["features"]`) and `pair_statistics(x, y,
+  seed=0)` (one float64 vector per pair);
+- `base_feature`: the statistic that the model corrects, `target` (how
+  the correction is read, `StatisticsRegressionTask.TARGETS`) and
+  `quantiles`, the levels of the model's outputs;
+- `feature_ranges`: per feature, the smallest and largest value over its
+  training rows; `clipped_features`: features clipped into that range
+  before the check (sizes beyond the trained ones: `log_n`);
+- `dims` (each side's dimension) and `set_size` (the supported `n`).
+
+`statistics_estimates(estimator, preset, x, y, ...)` checks the pairs,
+computes the statistics, runs the model once for all pairs and returns
+the median as the estimate and, for `interval=level`, the quantiles
+`(1 - level) / 2` and `(1 + level) / 2` of the model (interpolated
+linearly in the level between the trained quantile levels).
+
+Out of what the preset was trained on: a side with more columns than
+`dims` allows, or a statistic outside `feature_ranges` (by more than
+`RANGE_MARGIN` of its width), is handled by `out_of_distribution`:
+`"fallback"` answers with the classical estimator (`CLASSICAL`, with a
+`UserWarning`; its interval is `(nan, nan)`: no calibrated interval
+exists for it), `"warn"` keeps the model's answer with a warning, and
+`"raise"` raises a `ValueError`. Sizes above `set_size` give a warning
+(once per process) and the model's answer.
+"""
+
+import importlib
+import typing
+import warnings
+
+import numpy as np
+
+from keras_msets import zoo
+from keras_msets.estimators import out_of_distribution as ood
+from keras_msets.estimators.inputs import _MODEL_LOCK
+from keras_msets.estimators.inputs import _as_sets
+from keras_msets.estimators.inputs import load_estimator
+from keras_msets.stats.classical import ksg_mutual_information
+from keras_msets.training.tasks.statistics_regression import (
+    estimates_from_quantiles,
+)
+
+# A statistic further than this fraction of its training range outside
+# that range makes the pair out of distribution.
+RANGE_MARGIN = 0.1
+# The classical estimator that answers pairs out of distribution.
+CLASSICAL = {
+    "mutual_information": (
+        "ksg_mutual_information (k = 3)",
+        ksg_mutual_information,
+    ),
+}
+
+
+class Estimate(typing.NamedTuple):
+    """An estimate with an interval.
+
+    For one pair the fields are floats; for a batch, float64 arrays
+    `[batch]`. `low` and `high` bound an interval of probability `level`
+    (nan where the classical fallback answered).
+    """
+
+    value: typing.Any
+    low: typing.Any
+    high: typing.Any
+    level: float
+
+
+def check_interval(interval, quantiles):
+    """`interval` as a float in (0, the widest trained level]."""
+    widest = round(quantiles[-1] - quantiles[0], 10)
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, (int, float, np.floating))
+        or not 0 < float(interval) <= widest
+    ):
+        raise ValueError(
+            "`interval` must be None or a probability in (0, "
+            f"{widest:g}] (the widest interval the preset's quantiles "
+            f"{list(quantiles)} give). Received: interval={interval!r}"
+        )
+    return float(interval)
+
+
+def _quantile_at(levels, values, level):
+    """Values `[rows]` at quantile `level`, linear in the level between
+    the trained `levels` (columns of `values`)."""
+    levels = np.asarray(levels)
+    return np.array([np.interp(level, levels, row) for row in values])
+
+
+def is_statistics_preset(name):
+    serves = zoo.info(name).get("serves") or {}
+    return serves.get("preprocessing") == "statistics"
+
+
+def _serves(preset):
+    serves = zoo.info(preset)["serves"]
+    module = importlib.import_module(serves["statistics"])
+    if tuple(serves["features"]) != tuple(module.FEATURES):
+        raise ValueError(
+            f"Preset {preset!r} was trained on the statistics "
+            f"{serves['features']} but {serves['statistics']} computes "
+            f"{list(module.FEATURES)}: the preset and the package do not "
+            "match. Reinstall keras-msets or retrain the preset."
+        )
+    return serves, module
+
+
+def _out_of_range(serves, features):
+    """Per row, the names of the statistics outside the trained ranges."""
+    names = serves["features"]
+    low, high = np.asarray(serves["feature_ranges"], dtype=np.float64).T
+    margin = RANGE_MARGIN * (high - low)
+    bad = (features < low - margin) | (features > high + margin)
+    return [[names[j] for j in np.nonzero(row)[0]] for row in bad]
+
+
+def statistics_estimates(
+    estimator,
+    preset,
+    x,
+    y,
+    interval=None,
+    out_of_distribution="fallback",
+):
+    """`estimator`'s answers for the pairs `x`, `y` through statistics
+    preset `preset` (module docstring).
+
+    Returns:
+        Without `interval`, a float (one pair) or a float64 array
+        `[batch]`; with it, an `Estimate`.
+    """
+    policy = ood._check_out_of_distribution(out_of_distribution, estimator)
+    serves, module = _serves(preset)
+    quantiles = tuple(serves["quantiles"])
+    if interval is not None:
+        interval = check_interval(interval, quantiles)
+    x_sets, x_single = _as_sets(x, "x")
+    y_sets, y_single = _as_sets(y, "y")
+    if x_single != y_single or len(x_sets) != len(y_sets):
+        raise ValueError(
+            "`x` and `y` must both be one set ([n, d]) or both a batch of "
+            f"the same number of sets. Received: {len(x_sets)} and "
+            f"{len(y_sets)} sets"
+        )
+    low_d, high_d = serves["dims"]
+    low_n, high_n = serves["set_size"]
+    features, outside = [], []
+    for i, (a, b) in enumerate(zip(x_sets, y_sets, strict=True)):
+        where = f" (pair {i})" if len(x_sets) > 1 else ""
+        if serves["paired"] and a.shape[0] != b.shape[0]:
+            raise ValueError(
+                "`x` and `y` must have the same number of rows: row j of "
+                f"both is one joint sample{where}. Received: x.shape="
+                f"{a.shape}, y.shape={b.shape}"
+            )
+        if min(a.shape[0], b.shape[0]) < low_n:
+            raise ValueError(
+                f"`{estimator}` needs at least {low_n} points per set"
+                f"{where}. Received: x.shape={a.shape}, y.shape={b.shape}"
+            )
+        if max(a.shape[0], b.shape[0]) > high_n:
+            ood._warn_once(
+                (str(preset), "size", high_n),
+                f"Preset {preset!r} is measured for sets of {low_n} to "
+                f"{high_n:,} points; larger sets are answered from blocks "
+                "of the statistics, as at that size, without a measured "
+                "error.",
+                stacklevel=3,
+            )
+        reasons = []
+        for name, values in (("x", a), ("y", b)):
+            if not low_d <= values.shape[1] <= high_d:
+                reasons.append(
+                    f"`{name}` has d = {values.shape[1]} columns, outside "
+                    f"the trained {low_d}..{high_d}"
+                )
+        features.append(module.pair_statistics(a, b, seed=0))
+        outside.append(reasons)
+    features = np.array(features)
+    names = list(serves["features"])
+    for name in serves.get("clipped_features", ()):
+        j = names.index(name)
+        low, high = serves["feature_ranges"][j]
+        features[:, j] = np.clip(features[:, j], low, high)
+    for reasons, extra in zip(
+        outside, _out_of_range(serves, features), strict=True
+    ):
+        if extra:
+            reasons.append(
+                "its statistics " + ", ".join(extra) + " are outside the "
+                "range of the training rows"
+            )
+    model = load_estimator(preset)
+    # Batches filled up to a power of two: few shapes to compile.
+    rows = features.shape[0]
+    padded = np.zeros((1 << (rows - 1).bit_length(), features.shape[1]))
+    padded[:rows] = features
+    with _MODEL_LOCK:
+        outputs = model.predict_on_batch(padded.astype("float32"))
+    outputs = np.asarray(outputs, dtype=np.float64)[:rows]
+    base = features[:, names.index(serves["base_feature"])]
+    values = estimates_from_quantiles(outputs, base, serves["target"])
+    estimate = _quantile_at(quantiles, values, 0.5)
+    level = 0.0 if interval is None else interval
+    low_q = _quantile_at(quantiles, values, (1 - level) / 2)
+    high_q = _quantile_at(quantiles, values, (1 + level) / 2)
+    flagged = [i for i, r in enumerate(outside) if r]
+    if flagged:
+        _handle_outside(
+            estimator,
+            preset,
+            policy,
+            flagged,
+            outside,
+            x_sets,
+            y_sets,
+            (estimate, low_q, high_q),
+        )
+    if interval is None:
+        return float(estimate[0]) if x_single else estimate
+    if x_single:
+        return Estimate(
+            float(estimate[0]), float(low_q[0]), float(high_q[0]), interval
+        )
+    return Estimate(estimate, low_q, high_q, interval)
+
+
+def _handle_outside(
+    estimator, preset, policy, flagged, outside, x_sets, y_sets, answers
+):
+    """Applies `policy` to the pairs `flagged` (in place on `answers`)."""
+    first = flagged[0]
+    what = (
+        f"{len(flagged)} of {len(x_sets)} pairs are"
+        if len(x_sets) > 1
+        else "the pair is"
+    )
+    detail = f"{what} outside what preset {preset!r} was trained on ("
+    detail += "; ".join(outside[first]) + ")"
+    if policy == "raise":
+        raise ValueError(
+            f"{detail}. Pass out_of_distribution='fallback' or 'warn' to "
+            "get an answer. Received: out_of_distribution='raise'"
+        )
+    if policy == "warn":
+        warnings.warn(
+            f"{detail}: the model's answer is given, but it was not "
+            "trained on such data.",
+            UserWarning,
+            stacklevel=4,
+        )
+        return
+    label, function = CLASSICAL[estimator]
+    estimate, low_q, high_q = answers
+    for i in flagged:
+        estimate[i] = max(function(x_sets[i], y_sets[i]), 0.0)
+        low_q[i] = high_q[i] = np.nan
+    warnings.warn(
+        f"{detail}: answered by {label} instead, without an interval (nan).",
+        UserWarning,
+        stacklevel=4,
+    )
