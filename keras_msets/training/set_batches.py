@@ -22,6 +22,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_msets.training.set_buckets import draw_bucket
 from keras_msets.utils.validation import check_positive_int
 
 CHECKPOINT_WEIGHTS = "model.weights.h5"
@@ -55,6 +56,14 @@ class SetBatches(keras.utils.PyDataset):
         dim_weight_power: 0 (the default): batches are `(inputs,
             targets)`; otherwise `(inputs, targets, weights)` with every
             sample weight `d**dim_weight_power`.
+        bucket_multiple: None (the default: every batch drawn from the
+            whole `set_size` range and padded to its top), or a positive
+            integer: each batch draws its sizes from one bucket of
+            `keras_msets.training.set_buckets.bucket_ranges(low, high,
+            bucket_multiple)` (seeded by `[seed, 2, epoch, index]`) and
+            is padded to the bucket's top, so JAX compiles one step per
+            bucket and no batch pays for the full width. Each set's size
+            keeps its uniform distribution on `set_size`.
         micro_batches: 1 (the default), or a divisor `k` of `batch_size`:
             each batch is served as `k` consecutive slices of
             `batch_size // k` pairs (`len()` is then `k *
@@ -73,9 +82,13 @@ class SetBatches(keras.utils.PyDataset):
         set_size=None,
         dim_weight_power=0,
         micro_batches=1,
+        bucket_multiple=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.bucket_multiple = check_positive_int(
+            "bucket_multiple", bucket_multiple, allow_none=True
+        )
         self.task = task
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.micro_batches = check_positive_int("micro_batches", micro_batches)
@@ -129,11 +142,16 @@ class SetBatches(keras.utils.PyDataset):
 
     def batch(self, epoch, index):
         dim = self.dim_of(epoch, index)
+        set_size = self.set_size
+        if self.bucket_multiple:
+            low, high = set_size or self.task.set_size
+            rng = np.random.default_rng([self.seed, 2, epoch, index])
+            set_size = draw_bucket(rng, low, high, self.bucket_multiple)
         inputs, targets = self.task.make_batch(
             self.batch_size,
             dim,
             batch_seed(self.seed, epoch, index),
-            self.set_size,
+            set_size,
         )
         if not self.dim_weight_power:
             return inputs, targets
@@ -293,6 +311,7 @@ def fit_sets(
     shuffle=None,
     checkpoint_dir=None,
     checkpoint_steps=None,
+    bucket_multiple=None,
 ):
     """Trains `model` on `task` with fresh batches and plain `model.fit`.
 
@@ -336,6 +355,9 @@ def fit_sets(
             error.
         checkpoint_steps: batches between checkpoints; None: one per
             epoch. Only with `checkpoint_dir`.
+        bucket_multiple: None (every batch padded to the top of
+            `set_size`, as the shipped presets were trained) or a positive
+            integer: batches drawn by set-size bucket (`SetBatches`).
 
     Returns:
         A dict for the preset's metadata: `"loss"` (per epoch), `"steps"`,
@@ -416,6 +438,7 @@ def fit_sets(
         set_size=set_size,
         dim_weight_power=dim_weight_power,
         micro_batches=accumulate,
+        bucket_multiple=bucket_multiple,
         workers=workers,
     )
     model.compile(
@@ -454,6 +477,8 @@ def fit_sets(
             "shuffle": bool(shuffle),
             "model": model.name,
         }
+        if bucket_multiple:
+            settings["bucket_multiple"] = bucket_multiple
         losses, seconds, resumed = fit_in_chunks(
             model,
             dataset,
@@ -479,6 +504,8 @@ def fit_sets(
         "gradient_accumulation_steps": accumulate,
         "backend": keras.backend.backend(),
     }
+    if bucket_multiple:
+        record["bucket_multiple"] = bucket_multiple
     if checkpoint_dir is not None:
         record["checkpoint_steps"] = checkpoint_steps or per_epoch
         record["resumed_chunks"] = resumed

@@ -95,8 +95,8 @@ class SetRecipe(recipe_lib.Recipe):
 
         `options`: budget overrides (`steps`, `batch_size`,
         `learning_rate`, `seed`, `workers`, `checkpoint_dir`,
-        `checkpoint_steps`, `data_parallel`); `epochs` is refused (a
-        ValueError): a set recipe counts training batches.
+        `checkpoint_steps`, `data_parallel`, `bucket_multiple`); `epochs`
+        is refused (a ValueError): a set recipe counts training batches.
         """
         if options.get("epochs") is not None:
             raise ValueError(

@@ -10,7 +10,8 @@ pretrained estimators do (`keras_msets.stats.preprocessing`).
 Budget keys (besides `keras_msets.training.task`'s): `steps` (training
 batches in all; epochs of `epoch_steps` batches), `dims` (the training
 dimensions), `workers`, `checkpoint_dir` and `checkpoint_steps` (a
-resumable run, `set_batches.fit_sets`).
+resumable run, `set_batches.fit_sets`), `bucket_multiple` (batches by
+set-size bucket, `keras_msets.training.set_buckets`).
 """
 
 import textwrap
@@ -264,6 +265,7 @@ class SetTask(Task):
             verbose=verbose,
             checkpoint_dir=budget.get("checkpoint_dir"),
             checkpoint_steps=budget.get("checkpoint_steps"),
+            bucket_multiple=budget.get("bucket_multiple"),
         )
 
     def route_text(self):
