@@ -287,7 +287,7 @@ def training_pair(seed, min_size=10, max_size=12_000):
 SPLIT_SEEDS = {
     "train": (0, 4000),
     "validation": (100_000, 100_800),
-    "test": (200_000, 200_800),
+    "test": (200_000, 200_400),
 }
 CHUNK = 100
 
