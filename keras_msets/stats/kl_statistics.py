@@ -1,7 +1,7 @@
 """Cheap statistics of a sample pair that a small model maps to `KL(P || Q)`.
 
 `kl_statistics(x, y)` summarizes `x ~ P` (`[n, d]`) and `y ~ Q`
-(`[m, d]`) in a fixed-length vector (`FEATURES` names its entries):
+(`[m, d]`) in a fixed-length vector (`STATISTICS` names its entries):
 
 - k-NN estimates of the KL divergence (Wang, Kulkarni & Verdú 2009) at
   `k` in `NEIGHBOURS`, on two coordinate systems obtained by ONE
@@ -27,6 +27,13 @@ of the blocks are averaged: the cost then grows linearly with `n`
 (k-d trees slow down quickly with `d`, hence smaller blocks in higher
 dimensions), and `log_block` reports the size of one block. The
 plug-in and shape statistics use all points.
+
+`pair_statistics(x, y)` is what a model reads (`FEATURES`, the name the
+estimators call a statistics module by, `keras_msets.estimators.
+refined`): the same vector with every KL estimate `v` replaced by
+`sign(v) log(1 + |v|)` (a few are huge for heavy-tailed data), plus the
+copula k-NN estimate at k = 3 in nats (clipped to [-1, 20]), the
+statistic the model corrects (`BASE_FEATURE`).
 """
 
 import numpy as np
@@ -34,7 +41,7 @@ import numpy as np
 NEIGHBOURS = (1, 2, 3, 5, 10)
 # Smallest distance used in a log-ratio (coordinates have unit scale).
 _MIN_DISTANCE = 1e-9
-FEATURES = (
+STATISTICS = (
     *(f"knn_copula_k{k}" for k in NEIGHBOURS),
     *(f"knn_standard_k{k}" for k in NEIGHBOURS),
     "plugin_copula",
@@ -199,7 +206,7 @@ def _blocked_knn(x, y, seed):
 
 
 def kl_statistics(x, y, seed=0):
-    """The statistics `FEATURES` of one pair, a float64 vector.
+    """The statistics `STATISTICS` of one pair, a float64 vector.
 
     Args:
         x: Samples of `P`, array `[n, d]` with `n >= MIN_POINTS`.
@@ -208,7 +215,7 @@ def kl_statistics(x, y, seed=0):
             has more than `block_size(d)` rows).
 
     Returns:
-        float64 array `[len(FEATURES)]`.
+        float64 array `[len(STATISTICS)]`.
     """
     x, y = _check(x, y)
     cx, cy = copula_normal(x, y)
@@ -233,21 +240,23 @@ def kl_statistics(x, y, seed=0):
 # The statistics that are KL estimates (they can be large or negative):
 # the model reads them through a signed log, `sign(v) log(1 + |v|)`.
 _ESTIMATES = [
-    i for i, f in enumerate(FEATURES) if f.startswith(("knn", "plugin"))
+    i for i, name in enumerate(STATISTICS) if name.startswith(("knn", "plugin"))
 ]
-BASE = "knn_copula_k3"
+_BASE = "knn_copula_k3"
+BASE_FEATURE = "base_knn_copula_k3"
+FEATURES = (*STATISTICS, BASE_FEATURE)
 
 
 def model_inputs(statistics):
-    """The model's input rows from rows of `kl_statistics` (`[rows, f]`):
-    the KL estimates through a signed log, the other entries unchanged."""
+    """The model's input rows (`FEATURES`) from rows of `kl_statistics`
+    (`[rows, len(STATISTICS)]`)."""
     statistics = np.array(statistics, dtype=np.float64, ndmin=2)
+    base = np.clip(statistics[:, STATISTICS.index(_BASE)], -1.0, 20.0)
     values = statistics[:, _ESTIMATES]
     statistics[:, _ESTIMATES] = np.sign(values) * np.log1p(np.abs(values))
-    return statistics
+    return np.concatenate([statistics, base[:, None]], axis=1)
 
 
-def base_estimate(statistics):
-    """The statistic the model corrects (`BASE`), per row."""
-    statistics = np.array(statistics, dtype=np.float64, ndmin=2)
-    return statistics[:, FEATURES.index(BASE)]
+def pair_statistics(x, y, seed=0):
+    """The model's input vector (`FEATURES`) of one pair."""
+    return model_inputs(kl_statistics(x, y, seed=seed))[0]

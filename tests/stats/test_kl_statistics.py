@@ -15,9 +15,9 @@ def _pair(n=300, d=3, shift=1.0, seed=0):
 def test_shape_and_names():
     x, y = _pair()
     values = ks.kl_statistics(x, y[:200])
-    assert values.shape == (len(ks.FEATURES),)
+    assert values.shape == (len(ks.STATISTICS),)
     assert np.all(np.isfinite(values))
-    named = dict(zip(ks.FEATURES, values, strict=True))
+    named = dict(zip(ks.STATISTICS, values, strict=True))
     assert named["dim"] == 3
     assert named["log_n"] == pytest.approx(np.log(300))
     assert named["log_m"] == pytest.approx(np.log(200))
@@ -36,11 +36,11 @@ def test_copula_statistics_ignore_one_monotone_map_of_both_sets():
     def warp(a):
         return np.sinh(1.5 * a) + 2.0 * a**3
 
-    before = dict(zip(ks.FEATURES, ks.kl_statistics(x, y), strict=True))
+    before = dict(zip(ks.STATISTICS, ks.kl_statistics(x, y), strict=True))
     after = dict(
-        zip(ks.FEATURES, ks.kl_statistics(warp(x), warp(y)), strict=True)
+        zip(ks.STATISTICS, ks.kl_statistics(warp(x), warp(y)), strict=True)
     )
-    for name in ks.FEATURES:
+    for name in ks.STATISTICS:
         if "copula" in name:
             assert after[name] == pytest.approx(before[name], abs=1e-9)
     # The raw-coordinate shape statistics see the heavier tails.
@@ -49,7 +49,7 @@ def test_copula_statistics_ignore_one_monotone_map_of_both_sets():
 
 def test_plugin_is_close_to_the_truth_for_gaussians():
     x, y = _pair(n=4000, d=2, shift=1.0, seed=3)
-    named = dict(zip(ks.FEATURES, ks.kl_statistics(x, y), strict=True))
+    named = dict(zip(ks.STATISTICS, ks.kl_statistics(x, y), strict=True))
     # Exact KL: 0.5 |mean shift|^2 = 0.5; sampling error ~ 0.02 here.
     assert named["plugin_standard"] == pytest.approx(0.5, abs=0.06)
 
@@ -58,7 +58,7 @@ def test_large_sets_are_cut_into_blocks():
     rng = np.random.default_rng(4)
     n = 2 * ks.block_size(12) + 10
     x, y = rng.normal(size=(n, 12)), rng.normal(size=(n, 12))
-    named = dict(zip(ks.FEATURES, ks.kl_statistics(x, y), strict=True))
+    named = dict(zip(ks.STATISTICS, ks.kl_statistics(x, y), strict=True))
     assert named["log_block"] == pytest.approx(np.log(n / 3))
     assert named["log_n"] == pytest.approx(np.log(n))
 
@@ -94,10 +94,11 @@ def test_bad_input_names_the_argument(x, y, match):
 def test_model_inputs_take_a_signed_log_of_the_estimates():
     x, y = _pair(seed=6)
     values = ks.kl_statistics(x, y)
-    inputs = ks.model_inputs(values)[0]
+    inputs = ks.pair_statistics(x, y)
     named = dict(zip(ks.FEATURES, inputs, strict=True))
-    raw = dict(zip(ks.FEATURES, values, strict=True))
+    raw = dict(zip(ks.STATISTICS, values, strict=True))
     assert named["knn_copula_k1"] == pytest.approx(
         np.sign(raw["knn_copula_k1"]) * np.log1p(abs(raw["knn_copula_k1"]))
     )
     assert named["log_n"] == raw["log_n"]
+    assert named[ks.BASE_FEATURE] == pytest.approx(raw["knn_copula_k3"])
