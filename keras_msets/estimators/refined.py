@@ -44,6 +44,7 @@ from keras_msets.estimators import out_of_distribution as ood
 from keras_msets.estimators.inputs import _MODEL_LOCK
 from keras_msets.estimators.inputs import _as_sets
 from keras_msets.estimators.inputs import load_estimator
+from keras_msets.stats.classical import knn_kl_divergence
 from keras_msets.stats.classical import ksg_mutual_information
 from keras_msets.training.tasks.statistics_regression import (
     estimates_from_quantiles,
@@ -54,6 +55,7 @@ from keras_msets.training.tasks.statistics_regression import (
 RANGE_MARGIN = 0.1
 # The classical estimator that answers pairs out of distribution.
 CLASSICAL = {
+    "kl_divergence": ("knn_kl_divergence (k = 1)", knn_kl_divergence),
     "mutual_information": (
         "ksg_mutual_information (k = 3)",
         ksg_mutual_information,
