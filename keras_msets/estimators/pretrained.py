@@ -242,55 +242,105 @@ def _estimate(
 
 
 def kl_divergence(
-    x, y, model=None, batch_size=64, out_of_distribution="fallback"
+    x,
+    y,
+    model=None,
+    batch_size=64,
+    out_of_distribution="fallback",
+    interval=None,
 ):
     """Estimates `KL(P || Q)` from samples `x ~ P` and `y ~ Q`.
 
-    Dimension-equivariant Multi-Set Transformers (Selby et al., Sec. 3.5
-    and 5.1.1, Table 1) trained on pairs of random Gaussian mixtures read
-    both sets after `whiten_pairs` (eq. 15 plus a canonical rotation), so
-    the estimate is unchanged by any invertible affine map applied to both
-    sets. The default (`model=None`) sends each pair by its `d`, as the
-    paper trains one model per dimension range (App. B): d = 1..3 to
-    `mst_kl_divergence_low_d` (fine-tuned on d = 1..3), d = 4..16 to
-    `mst_kl_divergence` (one model for d = 2..16).
+    The default preset, `knn_refined_kl_divergence` (d = 1..25, sets of
+    10 to 100,000 points, `n != m` allowed), refines classical statistics
+    (`keras_msets.estimators.refined`): k-NN KL estimates (Wang, Kulkarni
+    & Verdú 2009) at k = 1..10 and Gaussian plug-ins, computed after one
+    invertible map of both sets (pooled copula-normal coordinates, and
+    pooled standardization), the shape of the pooled marginals and the
+    sizes (`keras_msets.stats.kl_statistics`) go through a small MLP
+    trained on random pairs with exact divergences
+    (`keras_msets.data.kl_problems`), which returns quantiles of the
+    divergence: the median is the estimate and, with `interval`, two
+    quantiles give an interval. Above a `d`-dependent size (2,000 to
+    10,000 points) the k-NN statistics are averaged over random blocks,
+    so the cost grows linearly with `n`.
+
+    The Multi-Set Transformers of Selby et al. (Sec. 3.5 and 5.1.1, Table
+    1), trained on pairs of random Gaussian mixtures of 100-150 points,
+    stay available by name as specialists: `mst_kl_divergence` (d =
+    2..16) and `mst_kl_divergence_low_d` (d = 1..3). They read both sets
+    after `whiten_pairs` (eq. 15 plus a canonical rotation), so their
+    estimate is unchanged by any invertible affine map applied to both
+    sets.
 
     Args:
         x: samples of `P`: an array `[n, d]`, or a batch of sets (an
             array `[batch, n, d]` or a list of `[n_i, d]` arrays).
         y: samples of `Q`, `[m, d]` (or a batch like `x`), the same `d`
             as its `x`.
-        model: None (the presets above, each loaded once), a preset name
-            (`"mst_kl_divergence"` for d = 2..16,
+        model: None (`knn_refined_kl_divergence`, loaded once), a preset
+            name (`"mst_kl_divergence"` for d = 2..16,
             `"mst_kl_divergence_low_d"` for d = 1..3), or a `keras.Model`
             taking `{"sets": [x, y], "masks": [x_mask, y_mask]}`.
-        batch_size: pairs per model call.
-        out_of_distribution: what to do with a pair whose tails are
-            heavier than those of the preset's training sets (module
-            docstring): `"fallback"` (default: answer it with
-            `knn_kl_divergence` and warn), `"warn"` (the model's answer,
-            with a warning) or `"raise"` (a `ValueError`).
+        batch_size: pairs per model call (Multi-Set Transformers).
+        out_of_distribution: what to do with a pair outside what the
+            preset was trained on. For the default preset: `d` above 25,
+            or statistics outside the range of its training rows;
+            `"fallback"` (default) answers it with `knn_kl_divergence`
+            (k = 1) and a warning (interval `(nan, nan)`), `"warn"`
+            keeps the model's answer with a warning, `"raise"` raises.
+            For the Multi-Set Transformers: tails heavier than those of
+            their training sets (module docstring), with the same three
+            choices.
+        interval: None, or a probability in (0, 0.9] (statistics presets
+            only): also return an interval that holds the true value
+            with that probability (from the model's quantiles).
 
     Returns:
-        The estimate in nats (clipped at 0): a float for one pair, a
-        float64 array `[batch]` for a batch.
+        The estimate in nats (>= 0): a float for one pair, a float64
+        array `[batch]` for a batch. With `interval`, a
+        `keras_msets.estimators.Estimate` named tuple `(value, low,
+        high, level)` whose fields are floats for one pair and float64
+        arrays `[batch]` for a batch.
 
     Raises:
         TypeError: complex, string or object input.
         ValueError: wrong rank, NaN or inf, different `d` in `x` and `y`,
-            a `d` outside the presets' 1..16 (or outside the named
-            preset's range), a set with fewer than `d + 1` points, a
-            preset of another estimator as `model`, or heavy tails with
-            `out_of_distribution="raise"`. Set sizes where the preset's
+            a set with fewer than 10 points (default preset), a bad
+            `interval` or `interval` with a Multi-Set Transformer, a
+            preset of another estimator as `model`, or a pair out of
+            distribution with `out_of_distribution="raise"`. For the
+            Multi-Set Transformers: a `d` outside the preset's range or a
+            set with fewer than `d + 1` points; set sizes where their
             measured error grows (trained on 100-150 points) give a
             warning, once per process (`keras_msets.estimators`).
 
     Example:
     >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=(120, 2))
-    >>> y = rng.normal(loc=1.0, size=(130, 2))
-    >>> keras_msets.estimators.kl_divergence(x, y)  # exact value: 1.0
+    >>> x = rng.normal(size=(1000, 2))
+    >>> y = rng.normal(loc=1.0, size=(800, 2))
+    >>> keras_msets.estimators.kl_divergence(x, y, interval=0.9)
+    >>> # exact value: 1.0
     """
+    if _reads_statistics("kl_divergence", model):
+        preset = model
+        if preset is None:
+            preset = route_spans("kl_divergence")[0][0]
+        return refined.statistics_estimates(
+            "kl_divergence",
+            preset,
+            x,
+            y,
+            interval=interval,
+            out_of_distribution=out_of_distribution,
+        )
+    if interval is not None:
+        raise ValueError(
+            "`interval` is given by the presets that return quantiles "
+            "(`knn_refined_kl_divergence`, the default), not by the "
+            "Multi-Set Transformers or a keras.Model. Received: "
+            f"interval={interval!r} with model={model!r}"
+        )
     options = {"out_of_distribution": out_of_distribution}
     if model is None:
         return _by_dimension("kl_divergence", x, y, batch_size, **options)
