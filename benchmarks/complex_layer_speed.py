@@ -56,6 +56,19 @@ the torch backend with `OMP_NUM_THREADS=1` there. `OMP_NUM_THREADS`,
 `MKL_NUM_THREADS` and `XLA_FLAGS`, when set, are written into the stored
 command.
 
+What the FLOP count implies (`implied_ratio`, `flop_ratios`): the
+forward products of the complex layer over those of the real one (the
+backward pass scales both alike). A complex product of width d costs 4
+real products of width d (our layers compute it as one real product with
+the `2 d x 2 d` block matrix `[[A, B], [-B, A]]`; Gauss's trick would
+use 3 products plus extra additions, see RESULTS), so `Dense`, `Conv1D`
+and `LSTM` imply 4; attention adds the scores `q . conj(k)` (4 real
+products) and the weighted sums of the complex values (2), so its ratio
+depends on the length; the transformer adds a feed-forward block of
+complex dense layers. The embeddings have no products: their step is
+the lookup and the Adam update of the tables, twice as many parameters,
+so they imply 2. `ratio_over_implied` is the measured ratio over it.
+
 Writes `benchmarks/results/complex_layer_speed_<backend>.json` (settings,
 the command, per pair parameter counts and times) and prints a markdown
 table for `benchmarks/RESULTS.md`.
@@ -130,6 +143,31 @@ def make_layer(pair, member, args):
             intermediate_dim=2 * d, num_heads=heads
         )
     raise ValueError(f"Unknown pair {pair!r}; expected one of {PAIRS}")
+
+
+def flop_ratios(pair, batch_size, length, width):
+    """`(real, complex)` forward FLOPs of a pair's layer (products only;
+    the embeddings: parameters of the tables)."""
+    b, n, d = batch_size, length, width
+    dense = 2 * b * n * d * d  # one real product of width d
+    if pair == "embedding":
+        return 1.0, 2.0
+    if pair in ("dense", "conv1d"):
+        return dense, 4 * dense
+    if pair == "lstm":  # input and recurrent kernels, four gates
+        return 8 * dense, 32 * dense
+    attention_real = 4 * dense + 4 * b * n * n * d
+    attention_complex = 16 * dense + (8 + 4) * b * n * n * d
+    if pair == "attention":
+        return attention_real, attention_complex
+    if pair == "transformer":  # plus the feed-forward block, inner 2 d
+        return attention_real + 4 * dense, attention_complex + 16 * dense
+    raise ValueError(f"Unknown pair {pair!r}; expected one of {PAIRS}")
+
+
+def implied_ratio(pair, batch_size, length, width):
+    real, complex_ = flop_ratios(pair, batch_size, length, width)
+    return complex_ / real
 
 
 def make_model(pair, member, args):
@@ -215,8 +253,11 @@ def time_pair(pair, args, rng):
     blockwise = [
         c / r for c, r in zip(complex_["blocks"], real["blocks"], strict=True)
     ]
+    implied = implied_ratio(pair, args.batch_size, args.length, args.width)
     result = {
         "pair": pair,
+        "implied_ratio": implied,
+        "ratio_over_implied": ms_complex / ms_real / implied,
         "real_layer": PAIR_NAMES[pair][0],
         "complex_layer": PAIR_NAMES[pair][1],
         "params_real": int(real["layer"].count_params()),
@@ -242,15 +283,16 @@ def time_pair(pair, args, rng):
 def markdown_table(results):
     lines = [
         "| layer pair (real / complex) | parameters real | parameters "
-        "complex | ms/step real | ms/step complex | ratio complex/real |",
-        "|---|---:|---:|---:|---:|---:|",
+        "complex | ms/step real | ms/step complex | ratio complex/real | "
+        "implied by FLOPs |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r['real_layer']} / {r['complex_layer']} | "
             f"{r['params_real']:,} | {r['params_complex']:,} | "
             f"{r['ms_real']:.2f} | {r['ms_complex']:.2f} | "
-            f"{r['ratio']:.2f} |"
+            f"{r['ratio']:.2f} | {r['implied_ratio']:.2f} |"
         )
     return "\n".join(lines)
 

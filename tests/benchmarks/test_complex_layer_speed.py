@@ -89,3 +89,20 @@ def test_defaults_are_the_table2_sizes():
     assert args.output.name == f"complex_layer_speed_{backend}.json"
     args = script.parse_args(["--pairs", "lstm", "--jit-compile", "false"])
     assert args.pairs == ["lstm"] and args.jit_compile is False
+
+
+def test_implied_ratios_follow_the_product_counts():
+    script = _load_script()
+    for pair in ("dense", "conv1d", "lstm"):
+        assert script.implied_ratio(pair, 8, 10, 16) == 4.0
+    assert script.implied_ratio("embedding", 8, 10, 16) == 2.0
+    # Attention: projections (4 products each) dominate short sequences,
+    # the scores (4) and weighted sums (2) long ones: (4 + 2) / 2 = 3.
+    assert script.implied_ratio("attention", 8, 1, 64) == pytest.approx(
+        4.0, abs=0.02
+    )
+    assert script.implied_ratio("attention", 8, 10**6, 4) == pytest.approx(
+        3.0, abs=1e-4
+    )
+    short = script.implied_ratio("transformer", 8, 1, 64)
+    assert 3.9 < short < 4.0
