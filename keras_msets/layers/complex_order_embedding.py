@@ -244,7 +244,9 @@ class ComplexOrderEmbedding(TokenEmbeddingLayer):
         frequency = ops.cast(self.frequency, dtype)
         frequency = self._lookup(frequency, self.frequency_sharing, ids)
         # omega * pos modulo 2 pi, exact to about 1e-6 rad at pos = 1e5.
-        phase = msets_ops.position_phase(frequency + zeros, positions)
+        phase = msets_ops.position_phase(
+            frequency + zeros, positions, max_position=inputs.shape[-1]
+        )
         if self.use_initial_phase:
             initial_phase = ops.cast(self.initial_phase, dtype)
             phase = phase + ops.take(initial_phase, ids, axis=0)

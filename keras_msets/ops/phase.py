@@ -124,7 +124,7 @@ def _reduce_exact(t):
     return (t - turns * _TURN_HI) + turns * _TURN_DELTA
 
 
-def position_phase(frequency, positions):
+def position_phase(frequency, positions, max_position=None):
     """Angles `frequency * positions` reduced modulo 2 pi, accurately.
 
     A plain float32 product `omega * pos` rounds to half a float32 step of
@@ -144,6 +144,10 @@ def position_phase(frequency, positions):
         frequency: real tensor of angular frequencies (rad per position).
         positions: integer tensor of positions, broadcastable against
             `frequency`; non-negative.
+        max_position: None, or an integer known to bound `positions`
+            (e.g. a static sequence length). Below 1024 every position
+            is its low 10-bit piece, and the terms of the high piece
+            (exactly 0) are skipped: the same values, fewer operations.
 
     Returns:
         A real tensor, the broadcast shape, of angles congruent to
@@ -159,11 +163,18 @@ def position_phase(frequency, positions):
     dtype = _accumulation_dtype(frequency)
     frequency = ops.cast(frequency, dtype)
     positions = ops.cast(positions, "int32")
-    high = ops.cast(positions // _POSITION_PIECE, dtype)
-    low = ops.cast(positions % _POSITION_PIECE, dtype)
     grid = _FREQUENCY_GRID
     frequency_hi = ops.stop_gradient(ops.round(frequency * grid) / grid)
     frequency_lo = frequency - frequency_hi
+    rest = frequency_lo * ops.cast(positions, dtype)
+    if max_position is not None and max_position < _POSITION_PIECE:
+        # p1 = 0, p0 = pos: no high part, and no turns of it in the rest.
+        low_part = _reduce_exact(frequency_hi * ops.cast(positions, dtype))
+        rest_turns = ops.stop_gradient(ops.round(rest / _TWO_PI))
+        rest = (rest - rest_turns * _TURN_HI) + rest_turns * _TURN_DELTA
+        return low_part + rest
+    high = ops.cast(positions // _POSITION_PIECE, dtype)
+    low = ops.cast(positions % _POSITION_PIECE, dtype)
     # omega_hi * p0, exact.
     low_part = _reduce_exact(frequency_hi * low)
     # omega_hi * 1024 = m; m * p1 = (m mod 2 pi) * p1 + whole turns, where
@@ -172,7 +183,6 @@ def position_phase(frequency, positions):
     turns = ops.stop_gradient(ops.round(scaled / _TWO_PI))
     high_part = _reduce_exact((scaled - turns * _TURN_HI) * high)
     # The rounded rest: omega_lo * pos, and k * p1 * (_TURN_HI - 2 pi).
-    rest = frequency_lo * ops.cast(positions, dtype)
     rest = rest + (turns * high) * _TURN_DELTA
     rest_turns = ops.stop_gradient(ops.round(rest / _TWO_PI))
     rest = (rest - rest_turns * _TURN_HI) + rest_turns * _TURN_DELTA
@@ -270,8 +280,8 @@ def accurate_phase(x):
     copies of one angle that is up to 1e-2 rad. `hi` is the float32 phase
     and `lo` the rest, for `log_polar_product(..., phase_lo=lo)`: on
     TensorFlow and PyTorch the rest is computed in float64 (the angle to
-    within about 1e-15 rad), on JAX by a float32 refinement (within about 1e-10 rad; see
-    `_refine_phase_jax`). Conventions and gradients are those of
+    within about 1e-15 rad), on JAX by a float32 refinement (within about
+    1e-10 rad; see `_refine_phase_jax`). Conventions and gradients are those of
     `complex_phase` (`lo` carries no gradient).
 
     Args:

@@ -494,6 +494,21 @@ def test_position_phase_matches_float64():
     np.testing.assert_allclose(g, np.full((1, 3), positions.sum()), rtol=1e-6)
 
 
+def test_position_phase_with_a_short_bound_gives_the_same_bits():
+    rng = np.random.default_rng(3)
+    omega = rng.uniform(-3.9, 3.9, (1, 40)).astype("float32")
+    positions = np.arange(1024)[:, None]
+    full = np_(msets_ops.position_phase(omega, positions))
+    short = msets_ops.position_phase(omega, positions, max_position=1023)
+    np.testing.assert_array_equal(np_(short), full)
+    # A bound past one 10-bit piece takes the general path.
+    far = np.array([[5000]])
+    np.testing.assert_array_equal(
+        np_(msets_ops.position_phase(omega, far, max_position=5000)),
+        np_(msets_ops.position_phase(omega, far)),
+    )
+
+
 def test_accurate_phase_is_the_float64_angle():
     rng = np.random.default_rng(10)
     x = rng.uniform(-1, 1, (3, 50, 4)).astype("float32")
