@@ -398,7 +398,24 @@ def training_batches(passages, config, seed):
             yield passages.draw(rng, config["batch_size"], low, high)
 
 
+def _dev_only_run(args, row, seed):
+    """(JSON, weights) paths of the `--dev-only` run of this model."""
+    name = args.config if args.dev_only else f"dev_{args.config}"
+    weights = f"{name}_{row}_seed{seed}.weights.h5"
+    return (
+        bible_runs.run_path(args.output_dir, name, row, seed),
+        Path(args.output_dir) / "checkpoints" / weights,
+    )
+
+
 def run_one(args, config, data, row, seed):
+    """Trains one model and scores it.
+
+    A `--dev-only` run keeps its weights (under `checkpoints/`, not
+    committed); the full run of the same configuration, model and seed
+    then scores those weights instead of training them again (the same
+    model: chosen on dev, then scored once on test).
+    """
     keras.utils.set_random_seed(seed)
     model = build_model(row, config)
     model.compile(
@@ -407,21 +424,50 @@ def run_one(args, config, data, row, seed):
         metrics=["accuracy"],
     )
     steps = sum(s for _, _, s in config["curriculum"])
+    dev_json, weights = _dev_only_run(args, row, seed)
     start, cpu = time.perf_counter(), time.process_time()
-    history = model.fit(
-        training_batches(data["train"], config, seed),
-        steps_per_epoch=steps,
-        epochs=1,
-        verbose=args.verbose,
-    )
-    train_seconds = time.perf_counter() - start
-    result = {
-        "row": row,
-        "seed": seed,
-        "steps": steps,
-        "final_train_loss": history.history["loss"][-1],
-        "final_train_accuracy": history.history["accuracy"][-1],
-    }
+    if not args.dev_only and dev_json.exists() and weights.exists():
+        trained = json.loads(dev_json.read_text())
+        expected = bible_runs.settings_of(args, config, None)
+        if any(
+            trained["settings"].get(key) != value
+            for key, value in expected.items()
+            if key not in ("config", "data")
+        ):
+            raise ValueError(
+                f"{dev_json} was trained with other settings: "
+                f"{trained['settings']}"
+            )
+        model.predict_on_batch(
+            {k: v[:1] for k, v in data["dev_disjoint"][0].items()}
+        )
+        model.load_weights(weights)
+        result = {
+            key: trained["result"][key]
+            for key in ("row", "seed", "steps")
+            + ("final_train_loss", "final_train_accuracy")
+        }
+        result["trained_in"] = dev_json.name
+        train_seconds = trained["result"]["train_seconds"]
+        cpu = time.process_time() - trained["result"]["cpu_seconds"]
+    else:
+        history = model.fit(
+            training_batches(data["train"], config, seed),
+            steps_per_epoch=steps,
+            epochs=1,
+            verbose=args.verbose,
+        )
+        train_seconds = time.perf_counter() - start
+        result = {
+            "row": row,
+            "seed": seed,
+            "steps": steps,
+            "final_train_loss": history.history["loss"][-1],
+            "final_train_accuracy": history.history["accuracy"][-1],
+        }
+        if args.dev_only:
+            weights.parent.mkdir(parents=True, exist_ok=True)
+            model.save_weights(weights)
     for split in ("dev",) if args.dev_only else ("dev", "test"):
         for kind in NEGATIVES:
             result[f"{split}_accuracy_{kind}"] = accuracy(

@@ -129,3 +129,24 @@ def test_variants_are_named_and_stored_apart(tmp_path):
     for name in ("small", "small_projection"):
         runs = script.bible_runs.load_runs(tmp_path, name)
         assert [r["settings"]["config"] for r in runs] == [name]
+
+
+@pytest.mark.slow
+def test_full_run_scores_the_dev_only_run_weights(tmp_path, monkeypatch):
+    script = load_script(SCRIPT)
+    argv = ["--tiny", "--variant", "projection", "--rows"]
+    argv += ["multiset_transformer", "--seeds", "0", "--verbose", "0"]
+    argv += ["--output-dir", str(tmp_path)]
+    run = ("multiset_transformer", 0)
+    dev = script.main(argv + ["--dev-only"], rows=_rows(), books=BOOKS)[run]
+    assert "test_accuracy_disjoint" not in dev
+    # The full run trains nothing: it scores the dev-only run's weights.
+    monkeypatch.setattr(
+        script.keras.Model, "fit", lambda *a, **k: pytest.fail("trained")
+    )
+    full = script.main(argv, rows=_rows(), books=BOOKS)[run]
+    name = "dev_tiny_projection_multiset_transformer_seed0.json"
+    assert full["trained_in"] == name
+    for kind in script.NEGATIVES:
+        assert full[f"dev_accuracy_{kind}"] == dev[f"dev_accuracy_{kind}"]
+        assert 0.0 <= full[f"test_accuracy_{kind}"] <= 1.0
