@@ -46,12 +46,16 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# One pytest run per backend; `$(1)` is the extra pytest arguments.
+# One pytest run per backend; `$(1)` is the extra pytest arguments. The
+# tests marked backend_independent run on the first backend only
+# (tests/conftest.py).
 define run_suite
 	@failed=""; \
 	for backend in $(BACKENDS); do \
 	  echo "=== KERAS_BACKEND=$$backend ==="; \
-	  KERAS_BACKEND=$$backend $(PY) -m pytest -p no:cacheprovider \
+	  KERAS_BACKEND=$$backend \
+	  KERAS_MSETS_BACKEND_INDEPENDENT_ON=$(firstword $(BACKENDS)) \
+	  $(PY) -m pytest -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist $(TEST_DIST) $(1) \
 	    $(PYTEST_ARGS) || failed="$$failed $$backend"; \
 	done; \

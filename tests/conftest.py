@@ -26,6 +26,7 @@ os.environ.setdefault(
 )
 
 import gzip  # noqa: E402
+import pathlib  # noqa: E402
 import zipfile  # noqa: E402
 
 import keras  # noqa: E402
@@ -88,6 +89,27 @@ def _enable_jax_compilation_cache():
 _enable_jax_compilation_cache()
 
 
+# Tests whose outcome no Keras backend can change (packaging, numpy-only
+# data and statistics code, a tutorial's refusal of its output folder):
+# those marked `backend_independent` and those under the paths below.
+# `make test` names its first backend in KERAS_MSETS_BACKEND_INDEPENDENT_ON
+# for every backend's run, so they run once per `make test`, on that
+# backend, and are skipped (with that reason) on the others; without the
+# variable (a plain `pytest`) they run.
+BACKEND_INDEPENDENT_PATHS = (
+    # keras_msets.data: numpy generators and loaders (tf.data where
+    # asked), no Keras.
+    "data/",
+    "stats/test_gaussian.py",
+    "stats/test_kl_statistics.py",
+    "stats/test_two_sample_statistics.py",
+    "stats/test_two_sample_tests.py",
+    "utils/test_scripts.py",
+)
+TESTS = pathlib.Path(__file__).resolve().parent
+BACKEND_INDEPENDENT_ON = os.environ.get("KERAS_MSETS_BACKEND_INDEPENDENT_ON")
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -95,6 +117,29 @@ def pytest_configure(config):
         "test approximates; `make test-fast` leaves it out, `make test` "
         "runs it",
     )
+    config.addinivalue_line(
+        "markers",
+        "backend_independent: its outcome does not depend on the Keras "
+        "backend; `make test` runs it on its first backend only",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = pathlib.Path(item.path).resolve()
+        if path.is_relative_to(TESTS) and path.relative_to(
+            TESTS
+        ).as_posix().startswith(BACKEND_INDEPENDENT_PATHS):
+            item.add_marker(pytest.mark.backend_independent)
+    if not BACKEND_INDEPENDENT_ON or BACKEND_INDEPENDENT_ON == BACKEND:
+        return
+    skip = pytest.mark.skip(
+        reason="backend-independent: this `make test` runs it on "
+        f"{BACKEND_INDEPENDENT_ON}"
+    )
+    for item in items:
+        if item.get_closest_marker("backend_independent"):
+            item.add_marker(skip)
 
 
 def pytest_report_header(config):

@@ -1,5 +1,10 @@
 """The presets ship in the wheel and load offline from a non-editable
-install in a fresh virtual environment."""
+install in a fresh virtual environment.
+
+Backend-independent: the wheel's files are the same whatever the backend,
+and tests/zoo/test_registry.py checks on every backend that those files
+(in the repository) reproduce each preset's stored outputs.
+"""
 
 import json
 import os
@@ -16,6 +21,8 @@ import pytest
 from keras_msets import zoo
 
 REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.backend_independent
 
 # Runs inside the fresh environment: blocks the network first, then checks
 # that keras_msets comes from that environment and every preset loads.
