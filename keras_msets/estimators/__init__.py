@@ -6,6 +6,13 @@ Pretrained (Multi-Set Transformers of the zoo, Selby et al. 2022, Sec.
 that load their preset on first use. Which preset serves which `d` comes
 from the `serves` record of the installed presets' metadata.
 
+Presets over statistics (`keras_msets.estimators.refined`): a vector of
+cheap classical statistics of the sample (nearest-neighbour estimates,
+Gaussian plug-ins) read by a small pretrained model that returns
+quantiles; the median is the estimate and `interval=level` adds an
+interval (an `Estimate` named tuple). `mutual_information` uses one by
+default (`knn_refined_mutual_information`).
+
 Classical nearest-neighbour estimators (numpy + scipy, implemented in
 `keras_msets.stats.classical`), the paper's baselines: the KL divergence
 estimator of Wang, Kulkarni & Verdú (2009) and the mutual-information
@@ -58,8 +65,10 @@ from keras_msets.estimators.classical import ksg_mutual_information_sets
 from keras_msets.estimators.pretrained import kl_divergence
 from keras_msets.estimators.pretrained import mutual_information
 from keras_msets.estimators.pretrained import same_distribution_probability
+from keras_msets.estimators.refined import Estimate
 
 __all__ = [
+    "Estimate",
     "kl_divergence",
     "knn_kl_divergence",
     "knn_kl_divergence_sets",
