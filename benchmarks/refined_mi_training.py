@@ -102,9 +102,13 @@ def main(argv=None):
                 }
                 runs.append(run)
                 print(run, flush=True)
+                _write(base_mae, len(xv), runs)
+
+
+def _write(base_mae, validation_rows, runs):
     out = {
         "backend": keras.backend.backend(),
-        "validation_rows": len(xv),
+        "validation_rows": validation_rows,
         "base_mae": base_mae,
         "runs": runs,
     }
