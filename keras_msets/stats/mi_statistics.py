@@ -114,8 +114,15 @@ def copula_normal(a):
 
 
 def _max_norm_distances(a):
+    """`[n, n]` max-norm distances (float32), one coordinate at a time."""
     a = a.astype(np.float32)
-    return np.abs(a[:, None, :] - a[None, :, :]).max(axis=-1)
+    out = np.abs(np.subtract.outer(a[:, 0], a[:, 0]))
+    scratch = np.empty_like(out)
+    for j in range(1, a.shape[1]):
+        np.subtract.outer(a[:, j], a[:, j], out=scratch)
+        np.abs(scratch, out=scratch)
+        np.maximum(out, scratch, out=out)
+    return out
 
 
 def ksg_estimates(x, y, neighbours=NEIGHBOURS):
