@@ -237,7 +237,7 @@ def summarize_cell(cell, held=HELD_OUT_SEEDS, dev=DEV_SEEDS):
 
 def _summarize_two_sample(cell, row, held):
     accuracy, seconds = {}, {}
-    for name in ("mmd", "c2st", "ours"):
+    for name in ("mmd", "c2st", "ours", "statistics"):
         records = [cell["seeds"].get(str(s), {}).get(name) for s in held]
         if any(r is None for r in records):
             continue

@@ -9,8 +9,11 @@ second set comes from a perturbed `Q`. The family is broad on purpose
   Student-t with 2.5-30 degrees of freedom scaled to unit variance, or
   two-mode coordinates `a s + sqrt(1 - a^2) z` with a random sign `s`),
   then a random invertible linear map and shift.
-- `Q` (`PERTURBATIONS`), of a strength drawn log-uniformly from weak
-  (undetectable at any size drawn here) to strong:
+- `Q` (`PERTURBATIONS`), of a strength drawn log-uniformly; for `shift`,
+  `scale` and `correlation` the range is divided by `sqrt(min(n, m))`,
+  so that at every set size it runs from barely detectable to obvious
+  (a fixed range would make most different pairs at large sizes
+  obvious and most at small sizes invisible):
   `shift` (the mean moves along a random direction, in units of the
   latent standard deviation), `scale` (a random subset of latent
   coordinates scaled), `correlation` (the latent vector multiplied by
@@ -150,7 +153,7 @@ def sample_pair(
         if perturbation is None:
             perturbation = str(rng.choice(PERTURBATIONS))
         u_y, strength = _perturbed(
-            rng, m, dim, latent, parameter, columns, perturbation
+            rng, m, dim, latent, parameter, columns, perturbation, min(n, m)
         )
         info.update(perturbation=perturbation, strength=strength)
     mapping = _MAPS[both_map]
@@ -160,23 +163,25 @@ def sample_pair(
     return x, y, same, info
 
 
-def _perturbed(rng, m, dim, latent, parameter, columns, perturbation):
-    """`m` latent points of `Q` and the perturbation's strength."""
+def _perturbed(rng, m, dim, latent, parameter, columns, perturbation, size):
+    """`m` latent points of `Q` and the perturbation's strength (`size`:
+    the smaller set size, which scales the strengths' ranges)."""
+    root = np.sqrt(size)
     if perturbation == "shift":
-        strength = _log_uniform(rng, 0.02, 2.0)
+        strength = min(3.0, _log_uniform(rng, 0.5, 30.0) / root)
         direction = rng.normal(size=dim)
         direction /= np.linalg.norm(direction)
         u = _latent(rng, m, dim, latent, parameter, columns)
         return u + strength * direction, strength
     if perturbation == "scale":
-        strength = _log_uniform(rng, 0.01, 1.0)
+        strength = min(1.5, _log_uniform(rng, 0.3, 20.0) / root)
         factor = np.exp(strength * rng.choice([-1.0, 1.0]))
         u = _latent(rng, m, dim, latent, parameter, columns)
         scaled = _columns(rng, dim)
         u[:, scaled] *= factor
         return u, strength
     if perturbation == "correlation":
-        strength = _log_uniform(rng, 0.02, 0.8)
+        strength = min(0.9, _log_uniform(rng, 0.5, 20.0) / root)
         if dim == 1:
             # One coordinate has no correlations: a scale change instead.
             u = _latent(rng, m, dim, latent, parameter, columns)

@@ -104,6 +104,9 @@ from keras_msets.estimators.routing import _spec_for
 from keras_msets.estimators.routing import installed_specs
 from keras_msets.estimators.routing import preset_spec
 from keras_msets.estimators.routing import route_spans
+from keras_msets.estimators.two_sample import SPECIALIST
+from keras_msets.estimators.two_sample import reads_statistics
+from keras_msets.estimators.two_sample import statistics_probability
 
 # The preprocessing lives in keras_msets.stats (numpy only, below the
 # models); its names stay importable from here.
@@ -164,6 +167,12 @@ def _estimate(
     batch_size = _positive_int(batch_size, "batch_size")
     permutations = _positive_int(permutations, "permutations")
     policy = _check_out_of_distribution(out_of_distribution, estimator)
+    if (
+        estimator == "same_distribution_probability"
+        and spec.preprocessing == "statistics"
+    ):
+        # A model over two-sample statistics (`estimators.two_sample`).
+        return statistics_probability(spec, x, y, model)
     x_sets, x_single = _as_sets(x, "x")
     y_sets, y_single = _as_sets(y, "y")
     if x_single != y_single:
@@ -566,39 +575,57 @@ def same_distribution_probability(
 ):
     """The probability that two sets come from the same distribution.
 
-    The preset (`mst_two_sample`, Selby et al. Sec. 5.2.3, Table 4
-    "synthetic") is a dimension-equivariant Multi-Set Transformer
-    (Sec. 3.5; ours: the paper's Table 4 uses the plain one) trained on
-    pairs of sets of 10-30 points in d = 8 drawn from one random Gaussian
-    mixture or from two, half and half. Both sets go through
-    `whiten_pairs` first, so the answer does not change under an
-    invertible affine map applied to both.
-    The model reads its two sets in order, but the question is symmetric:
-    the answer is the mean of the model's probabilities for `(x, y)` and
-    for `(y, x)` (ours; on the preset's 2,000 test pairs it raises the
-    accuracy from 0.7295 to 0.7515), so `same_distribution_probability(x,
-    y) == same_distribution_probability(y, x)`.
+    The default preset, `two_sample_statistics` (d = 1..16, sets of 10 to
+    100,000 points), computes nine two-sample statistics after the joint
+    whitening of both sets (mean and covariance differences, rank tests
+    on the radii, MMD at three bandwidths, energy distance, nearest-
+    neighbour coincidences), turns each into a z-score against 100
+    relabellings of the pooled points, and a small MLP trained on a broad
+    generated family of pairs (`keras_msets.data.two_sample_problems`)
+    maps them to the probability. The answer does not change under an
+    invertible affine map applied to both sets. Above 200 points per set
+    the distance-based statistics use a random subset of 200, and above
+    10,000 the others use 10,000 (`keras_msets.stats.
+    two_sample_statistics`), so the time grows linearly up to there and
+    then stays flat. See `keras_msets.estimators.two_sample`.
+
+    `mst_two_sample` (Selby et al. Sec. 5.2.3, Table 4 "synthetic") is a
+    d = 8 specialist, used only when named as `model`: a dimension-
+    equivariant Multi-Set Transformer trained on pairs of 10-30 points
+    from random Gaussian mixtures, reading both sets after `whiten_pairs`
+    and averaging its answers for `(x, y)` and `(y, x)`.
 
     Args:
-        x: `[n, 8]`, or a batch (`[batch, n, 8]` or a list of arrays).
-        y: `[m, 8]`, or a batch.
-        model: None (the `mst_two_sample` preset), a preset name, or a
-            `keras.Model` with a probability output (sigmoid).
-        batch_size: pairs per model call.
-        out_of_distribution: `"warn"` (default: the model's answer, with
-            a warning, for a pair with heavier tails than its training
-            sets) or `"raise"`; there is no classical fallback.
+        x: `[n, d]`, or a batch (`[batch, n, d]` or a list of arrays).
+        y: `[m, d]`, or a batch.
+        model: None (the `two_sample_statistics` preset), a preset name
+            (`"mst_two_sample"`), or a `keras.Model`: one that reads the
+            feature vectors of `two_sample_features` and returns a logit.
+        batch_size: pairs per model call (`mst_two_sample`).
+        out_of_distribution: for `mst_two_sample`, `"warn"` (default:
+            the model's answer, with a warning, for a pair with heavier
+            tails than its training sets) or `"raise"`. The statistics
+            preset has no tail check: its z-scores are calibrated by
+            permutations of the pair itself.
 
     Returns:
         A probability: a float, or a float64 array `[batch]`.
 
     Raises:
         TypeError: as `kl_divergence`.
-        ValueError: as `kl_divergence`; `d` must be 8 for the preset.
+        ValueError: as `kl_divergence`; `d` must be in 1..16 (8 for
+            `mst_two_sample`); each set needs 2 points and both together
+            `d + 2` (`d + 1` per set for `mst_two_sample`). Sets of fewer
+            than 10 points give a warning.
     """
     estimator = "same_distribution_probability"
     options = {"out_of_distribution": out_of_distribution}
     if model is None:
         return _by_dimension(estimator, x, y, batch_size, **options)
-    spec = _spec_for(estimator, model)
+    if isinstance(model, (str, os.PathLike)) or reads_statistics(model):
+        spec = _spec_for(estimator, model)
+    else:
+        # A Multi-Set Transformer of one's own reads the sets as the d = 8
+        # specialist does.
+        spec = preset_spec(SPECIALIST)
     return _estimate(estimator, spec, x, y, model, batch_size, **options)

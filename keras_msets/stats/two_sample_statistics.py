@@ -133,7 +133,7 @@ def _linear_statistics(zx, zy, num_permutations, rng):
     dim = zx.shape[1]
     z = np.concatenate([zx, zy], axis=0)
     labels = _labels(n, m, num_permutations, rng)
-    a = labels.astype(np.float64)
+    a = labels.astype(np.float32)
     rows, cols = np.triu_indices(dim)
     radius = np.sqrt(np.sum(z**2, axis=1))
     order = np.argsort(radius, kind="stable")
@@ -142,17 +142,18 @@ def _linear_statistics(zx, zy, num_permutations, rng):
     # One product for the means of z, of z z^T and of the radius ranks.
     values = np.concatenate(
         [z, z[:, rows] * z[:, cols], ranks[:, None]], axis=1
-    )
-    differences = _mean_difference(values, a, n, m)
+    ).astype(np.float32)
+    differences = _mean_difference(values, a, n, m).astype(np.float64)
     weights = np.where(rows == cols, 1.0, 2.0)
     cdf_x = np.cumsum(a[order], axis=0)
-    seen = np.arange(1, n + m + 1)[:, None]
+    seen = np.arange(1, n + m + 1, dtype=np.float32)[:, None]
     gap = cdf_x / n - (seen - cdf_x) / m
     return {
         "mean": np.sum(differences[:, :dim] ** 2, axis=1),
         "covariance": differences[:, dim:-1] ** 2 @ weights,
         "radius_rank": differences[:, -1],
-        "radius_cvm": np.mean(gap**2, axis=0) * (n * m / (n + m)),
+        "radius_cvm": np.mean(gap**2, axis=0, dtype=np.float64)
+        * (n * m / (n + m)),
     }
 
 
@@ -173,31 +174,33 @@ def _quadratic_statistics(zx, zy, num_permutations, rng):
     n, m = len(zx), len(zy)
     z = np.concatenate([zx, zy], axis=0)
     labels = _labels(n, m, num_permutations, rng)
-    a = labels.astype(np.float64)
+    # float32 products: the statistics only enter through z-scores.
+    a = labels.astype(np.float32)
     squares = np.sum(z**2, axis=1)
     distances2 = np.maximum(
         squares[:, None] + squares[None, :] - 2.0 * z @ z.T, 0.0
     )
     np.fill_diagonal(distances2, 0.0)
-    distances = np.sqrt(distances2)
-    upper = distances[np.triu_indices(n + m, k=1)]
-    positive = upper[upper > 0]
-    median = float(np.median(positive)) if len(positive) else 1.0
+    # Each distance appears twice off the diagonal: the same median.
+    positive = distances2[distances2 > 0]
+    median2 = float(np.median(positive)) if len(positive) else 1.0
     out = {}
     for factor in (0.5, 1, 2):
-        kernel = np.exp(-distances2 / (2.0 * (factor * median) ** 2))
+        kernel = np.exp(distances2 * (-0.5 / (factor**2 * median2)))
         np.fill_diagonal(kernel, 0.0)
-        within_x, within_y, between = _within_between(kernel, a, n, m)
+        within_x, within_y, between = _within_between(
+            kernel.astype(np.float32), a, n, m
+        )
         out[f"mmd_{factor}"] = within_x + within_y - 2.0 * between
+    distances = np.sqrt(distances2).astype(np.float32)
     within_x, within_y, between = _within_between(distances, a, n, m)
     out["energy"] = 2.0 * between - within_x - within_y
     k = min(NEIGHBOURS, n + m - 1)
-    masked = distances2.copy()
-    np.fill_diagonal(masked, np.inf)
-    neighbours = np.argpartition(masked, k - 1, axis=1)[:, :k]
+    np.fill_diagonal(distances2, np.inf)
+    neighbours = np.argpartition(distances2, k - 1, axis=1)[:, :k]
     same = labels[:, None, :] == labels[neighbours]
     out["knn"] = same.sum(axis=(0, 1)).astype(np.float64)
-    return out
+    return {key: np.asarray(value, np.float64) for key, value in out.items()}
 
 
 def permutation_scores(statistics):

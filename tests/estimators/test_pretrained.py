@@ -563,7 +563,7 @@ def test_the_shipped_presets_route_as_before():
         ("mst_mutual_information", 9, 20),
     ]
     assert pretrained.route_spans("same_distribution_probability") == [
-        ("mst_two_sample", 8, 8)
+        ("two_sample_statistics", 1, 16)
     ]
     spec = pretrained.SPECS["mutual_information_joint"]
     assert (spec.dims, spec.set_size, spec.preprocessing) == (

@@ -8,7 +8,7 @@ from keras_msets.training.tasks import TwoSample
 
 RECIPE = SetRecipe(
     name="mst_two_sample",
-    task=TwoSample(dims=(8,), test_size=2000, target=0.73, default_dims=(8, 8)),
+    task=TwoSample(dims=(8,), test_size=2000, target=0.73),
     # 0.82 s per batch of 256 on one tensorflow core: ~35 min. Ten times
     # App. B's 1e-5, for a third of the paper's batches.
     budget={"steps": 2400, "learning_rate": 1e-4},

@@ -1,0 +1,178 @@
+"""Design choices of the statistics two-sample estimator, on dev seeds.
+
+Trains candidate models on the generated training table
+(`keras_msets.training.tasks.two_sample_statistics.feature_table`) and
+compares them, and a rule without training (Bonferroni at 0.05 over the
+normal tail probabilities of the nine z-scores), with the MMD test on the
+development seeds (0 and 1) of the estimator benchmark's nine two-sample
+problems (`benchmarks/estimator_bench/problems.py`) at n = 50, 150 and
+1,000.
+Held-out seeds are not read here.
+
+    KERAS_BACKEND=torch python benchmarks/two_sample_design.py
+
+Writes `benchmarks/results/two_sample_statistics/design.json`.
+"""
+
+import json
+import os
+import pathlib
+import sys
+
+import numpy as np
+from scipy import special
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import keras  # noqa: E402
+from estimator_bench import problems as problem_sets  # noqa: E402
+from estimator_bench import runner  # noqa: E402
+
+from keras_msets.models import QuantileRegressor  # noqa: E402
+from keras_msets.stats import two_sample_statistics as ts  # noqa: E402
+from keras_msets.training.tasks import two_sample_statistics as task  # noqa: E402
+
+RESULTS = pathlib.Path(__file__).parent / "results"
+OUT = RESULTS / "two_sample_statistics" / "design.json"
+SIZES = (50, 150, 1000)
+CANDIDATES = {
+    "mlp_16": (16,),
+    "mlp_32x32": (32, 32),
+    "logistic": (),
+}
+
+
+def benchmark_rows(seeds):
+    """Features, p-values and labels of the benchmark's two-sample pairs
+    for `seeds`, and the MMD test's decisions from the benchmark cache."""
+    rows = []
+    root = RESULTS / "estimator_benchmark"
+    for problem in problem_sets.two_sample_problems():
+        for n in SIZES:
+            cell = runner.load_cell(root, problem, n)
+            for seed in seeds:
+                x, y, x2, z = problem.sample(n, seed)
+                mmd = cell["seeds"].get(str(seed), {}).get("mmd")
+                for (a, b), same in (((x, y), True), ((x2, z), False)):
+                    scores = ts.two_sample_scores(a, b)
+                    rows.append(
+                        {
+                            "problem": problem.name,
+                            "n": n,
+                            "seed": seed,
+                            "same": same,
+                            "features": ts.two_sample_features(a, b),
+                            "p_values": [scores[k][1] for k in ts.STATISTICS],
+                            "z": [scores[k][0] for k in ts.STATISTICS],
+                            "mmd_p": None
+                            if mmd is None
+                            else mmd["same" if same else "different"],
+                        }
+                    )
+    return rows
+
+
+def train(hidden, train, validation, seed=0):
+    """The preset's model (`QuantileRegressor` with one output read as a
+    logit; no hidden layer: logistic regression on the standardized
+    features), fitted as the recipe fits it."""
+    keras.utils.set_random_seed(seed)
+    model = QuantileRegressor(
+        len(ts.FEATURE_NAMES), (0.5,), hidden_units=hidden
+    )
+    model.adapt(train["features"])
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=keras.losses.BinaryCrossentropy(from_logits=True),
+    )
+    model.fit(
+        train["features"],
+        train["same"].astype("float32"),
+        validation_data=(
+            validation["features"],
+            validation["same"].astype("float32"),
+        ),
+        epochs=60,
+        batch_size=128,
+        verbose=0,
+        callbacks=[
+            keras.callbacks.EarlyStopping(patience=8, restore_best_weights=True)
+        ],
+    )
+    return model
+
+
+def accuracy_by_n(rows, decide_same):
+    out = {}
+    for n in SIZES:
+        chosen = [r for r in rows if r["n"] == n]
+        right = [decide_same(r) == r["same"] for r in chosen]
+        out[str(n)] = float(np.mean(right))
+    return out
+
+
+def main():
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--train-chunks", type=int, default=None)
+    args = parser.parse_args()
+    train_table = task.feature_table("train", chunks=args.train_chunks)
+    validation = task.feature_table("validation")
+    rows = benchmark_rows(runner.DEV_SEEDS)
+    features = np.stack([r["features"] for r in rows])
+    report = {
+        "dev_seeds": list(runner.DEV_SEEDS),
+        "train_rows": int(len(train_table["same"])),
+        "accuracy": {
+            "mmd": accuracy_by_n(rows, lambda r: r["mmd_p"] >= 0.05),
+            # Normal tail probabilities of the z-scores (100 permutations
+            # cannot give p-values small enough for Bonferroni).
+            "bonferroni_normal_z": accuracy_by_n(
+                rows,
+                lambda r: max(r["z"]) <= special.ndtri(1 - 0.05 / len(r["z"])),
+            ),
+        },
+        "validation_log_loss": {},
+        "validation_accuracy": {},
+    }
+    models = {}
+    for name, hidden in CANDIDATES.items():
+        model = models[name] = train(hidden, train_table, validation)
+        p = task.probabilities(model, features)
+        for row, value in zip(rows, p, strict=True):
+            row[name] = float(value)
+        report["accuracy"][name] = accuracy_by_n(
+            rows, lambda r, name=name: r[name] >= 0.5
+        )
+        pv = task.probabilities(model, validation["features"])
+        same = validation["same"]
+        pv = np.clip(pv, 1e-7, 1 - 1e-7)
+        report["validation_log_loss"][name] = float(
+            -np.mean(same * np.log(pv) + (~same) * np.log(1 - pv))
+        )
+        report["validation_accuracy"][name] = float(
+            np.mean((pv >= 0.5) == same)
+        )
+    # Answers on three obvious differences (a shift of 3 standard
+    # deviations, n = 120 and 100, d = 1, 4, 16): a usable model is sure.
+    rng = np.random.default_rng(0)
+    obvious = []
+    for d in (1, 4, 16):
+        x = rng.normal(size=(120, d))
+        shifted = rng.normal(size=(100, d)) + 3 / np.sqrt(d)
+        obvious.append(ts.two_sample_features(x, shifted))
+    report["obvious_shift_probability"] = {
+        name: task.probabilities(models[name], np.stack(obvious)).tolist()
+        for name in CANDIDATES
+    }
+    report["rows"] = [
+        {k: v for k, v in r.items() if k != "features"} for r in rows
+    ]
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps({k: report[k] for k in report if k != "rows"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
