@@ -353,7 +353,11 @@ def kl_divergence(
     options = {"out_of_distribution": out_of_distribution}
     if model is None:
         return _by_dimension("kl_divergence", x, y, batch_size, **options)
-    spec = _spec_for("kl_divergence", model)
+    if isinstance(model, (str, os.PathLike)):
+        spec = _spec_for("kl_divergence", model)
+    else:
+        # A keras.Model: read as the Multi-Set Transformer preset.
+        spec = _specialist_spec(False, "kl_divergence")
     return _estimate("kl_divergence", spec, x, y, model, batch_size, **options)
 
 
@@ -368,14 +372,14 @@ def _reads_statistics(estimator, model):
     return False
 
 
-def _specialist_spec(joint):
+def _specialist_spec(joint, estimator="mutual_information"):
     """The spec of the installed Multi-Set Transformer preset of
-    `mutual_information` that reads the `joint` (or split) samples and
-    serves the highest `d`."""
+    `estimator` that reads the `joint` (or split) samples and serves the
+    highest `d` (what a `keras.Model` given as `model` is read as)."""
     specs = [
         spec
         for spec in installed_specs().values()
-        if spec.estimator == "mutual_information"
+        if spec.estimator == estimator
         and spec.preprocessing != "statistics"
         and spec.joint == joint
     ]
@@ -383,7 +387,7 @@ def _specialist_spec(joint):
         raise ValueError(
             "No installed Multi-Set Transformer preset reads the "
             f"{'joint' if joint else 'split'} samples for "
-            "`mutual_information`; name a preset as `model`."
+            f"`{estimator}`; name a preset as `model`."
         )
     return max(specs, key=lambda spec: spec.dims[1])
 

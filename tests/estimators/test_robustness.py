@@ -162,12 +162,14 @@ def test_heavy_tails_in_a_batch_fall_back_for_those_pairs_only():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(130, 2))
     y = rng.normal(loc=0.5, size=(130, 2))
-    light = estimators.kl_divergence(x, y)
+    light = estimators.kl_divergence(x, y, model="mst_kl_divergence")
     x_heavy = np.concatenate([heavy[0], heavy[1]], axis=1)
     y_heavy = _student_t_pairs(130, 0.0, 1, 5)
     y_heavy = np.concatenate(y_heavy[:2], axis=1)
     with pytest.warns(UserWarning, match=r"tails.*pairs 1\b"):
-        both = estimators.kl_divergence([x, x_heavy], [y, y_heavy])
+        both = estimators.kl_divergence(
+            [x, x_heavy], [y, y_heavy], model="mst_kl_divergence"
+        )
     assert both[0] == pytest.approx(light, rel=1e-4)
     classical = estimators.knn_kl_divergence(x_heavy, y_heavy)
     assert both[1] == max(classical, 0.0)  # clipped at 0 as the model's
