@@ -10,8 +10,10 @@ Presets over statistics (`keras_msets.estimators.refined`): a vector of
 cheap classical statistics of the sample (nearest-neighbour estimates,
 Gaussian plug-ins) read by a small pretrained model that returns
 quantiles; the median is the estimate and `interval=level` adds an
-interval (an `Estimate` named tuple). `mutual_information` uses one by
-default (`knn_refined_mutual_information`).
+interval (an `Estimate` named tuple). `kl_divergence` and
+`mutual_information` use one by default (`knn_refined_kl_divergence`,
+`knn_refined_mutual_information`); the Multi-Set Transformers stay
+available by name.
 
 Classical nearest-neighbour estimators (numpy + scipy, implemented in
 `keras_msets.stats.classical`), the paper's baselines: the KL divergence

@@ -301,7 +301,7 @@ def kl_divergence(
             For the Multi-Set Transformers: tails heavier than those of
             their training sets (module docstring), with the same three
             choices.
-        interval: None, or a probability in (0, 0.9] (statistics presets
+        interval: None, or a probability in (0, 0.95] (statistics presets
             only): also return an interval that holds the true value
             with that probability (from the model's quantiles).
 
