@@ -9,6 +9,7 @@ routes each `d` to a preset (`route_spans`).
 
 import collections.abc
 import dataclasses
+import functools
 import os
 
 from keras_msets import zoo
@@ -85,15 +86,34 @@ def preset_spec(name):
     return EstimatorSpec.from_serves(name, serves)
 
 
+def _metadata_stamp(root, name):
+    """`(mtime_ns, size)` of a preset's metadata.json (None if missing)."""
+    try:
+        stat = os.stat(os.path.join(root, name, preset_io.METADATA_FILE))
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 def installed_specs():
     """`{preset: EstimatorSpec}` of every installed estimator preset.
 
     Every preset of `keras_msets.zoo.list()` whose metadata has a
     `serves` record; presets whose metadata cannot be read are skipped
-    here (loading one by name says what is wrong).
+    here (loading one by name says what is wrong). The metadata files are
+    parsed again only when one of them changes (time stamp and size) or
+    the presets folder does: each estimator call routes through here.
     """
+    root = str(zoo.presets_root())
+    stamps = tuple((name, _metadata_stamp(root, name)) for name in zoo.list())
+    return dict(_read_specs(root, stamps))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_specs(root, stamps):
+    del root  # part of the cache key only
     specs = {}
-    for name in zoo.list():
+    for name, _ in stamps:
         try:
             metadata = zoo.info(name)
         except ValueError:
