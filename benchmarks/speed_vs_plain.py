@@ -945,6 +945,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES))
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--max-n", type=int, default=None, help="skip larger sizes"
+    )
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", help="write the results (JSON) here")
@@ -982,6 +985,8 @@ def main(argv=None):
     for case in args.cases:
         sizes = QUICK_SIZES[case] if args.quick else CASES[case][0]
         for n in sizes:
+            if args.max_n is not None and n > args.max_n:
+                continue
             row = run_case(case, n, args.warmup, args.repeats)
             # The matrix-product rate right after the row, under its load.
             row["gemm_flops_per_s"] = gemm_rate()
