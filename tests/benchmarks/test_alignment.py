@@ -107,6 +107,7 @@ def test_overlap_reference_separates_copied_sets(tmp_path):
     for kind in script.NEGATIVES:
         assert reference[kind]["dev_accuracy"] == 1.0
         assert reference[kind]["test_accuracy"] > 0.5
+        assert reference[f"projection_{kind}"]["dev_accuracy"] > 0.75
     scores, labels = script.overlap_scores(data["test_disjoint"], 4096)
     np.testing.assert_allclose(scores[labels == 1], 1.0)
     assert np.all(scores[labels == 0] < 1.0)
