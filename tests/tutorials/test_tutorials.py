@@ -45,7 +45,9 @@ def test_tutorial_runs_in_smoke_mode(path, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-# The refusal comes before any model is built.
+# The refusal comes before any model is built; tests/utils/
+# test_tutorial_outputs.py checks it without starting a tutorial.
+@pytest.mark.slow
 @pytest.mark.backend_independent
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
 def test_tutorial_refuses_a_folder_with_files(path, tmp_path):

@@ -97,6 +97,9 @@ def test_the_preprocessor_gives_the_training_ids_on_all_of_mr(name, models):
     )
 
 
+# A new process with TensorFlow hidden; test_raw_sentences_give_two_class_
+# probabilities checks the same presets in this one.
+@pytest.mark.slow
 def test_raw_sentences_without_tensorflow():
     if keras.backend.backend() == "tensorflow":
         pytest.skip("the TensorFlow backend needs TensorFlow")
