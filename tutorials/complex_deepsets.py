@@ -2,7 +2,7 @@
 Title: The units digit of a sum, with complex multiset automata
 Author: keras_msets developers
 Date created: 2026/11/22
-Last modified: 2026/11/25
+Last modified: 2026/11/27
 Description: Why real DeepSets cannot tell the units digit of a sum and
 Complex DeepSets can, with the pretrained zoo models and a model you train.
 """
@@ -204,4 +204,13 @@ train_and_test(unit_modulus=True)
   readout sees: a readout of the angles alone (`unit_modulus=True`, the
   shipped `complex_deepsets_units_digit`) has nothing that grows with the
   set; the paper's readout also sees `sum r`, which does.
+- The same paper reads position encodings as unary automata
+  (`keras_msets.layers.AutomatonPositionEncoding`); rotary embeddings are
+  one too, applied to queries and keys
+  (`keras_msets.layers.AutomatonRotaryEmbedding`).
+  `benchmarks/position_encodings.py` compares them on a task that needs
+  relative positions past the training length, and
+  `benchmarks/translation.py` in a small translation Transformer on
+  English-Spanish Bible verses; `benchmarks/RESULTS.md` ("Position
+  encodings as automata", "Translation on Bible verses") has the numbers.
 """
