@@ -3,11 +3,19 @@
 KERAS_BACKEND=torch python zoo/two_sample_statistics/recipe.py --help
 """
 
+from pathlib import Path
+
 from keras_msets.models import QuantileRegressor
 from keras_msets.stats.two_sample_statistics import FEATURE_NAMES
 from keras_msets.training import Recipe
 from keras_msets.training.tasks.two_sample_statistics import (
     TwoSampleStatisticsTask,
+)
+from keras_msets.training.tasks.two_sample_statistics import benchmark_table
+
+HELD_OUT = (
+    Path(__file__).resolve().parents[2] / "benchmarks/results/"
+    "two_sample_statistics/heldout_summary.json"
 )
 
 SERVES = {
@@ -24,7 +32,9 @@ SERVES = {
 
 RECIPE = Recipe(
     name="two_sample_statistics",
-    task=TwoSampleStatisticsTask(SERVES),
+    task=TwoSampleStatisticsTask(
+        SERVES, results_text=lambda: benchmark_table(HELD_OUT)
+    ),
     # A one-output QuantileRegressor (an MLP on standardized features),
     # its output read as a logit; the choice among 16, 32x32 and none
     # (logistic) hidden units: benchmarks/two_sample_design.py (dev seeds).

@@ -101,7 +101,7 @@ class TwoSample(SetTask):
 import keras_msets
 from keras_msets.estimators import pretrained
 
-p = pretrained.same_distribution_probability(x, y)
+p = pretrained.same_distribution_probability(x, y, model="{recipe.name}")
 model = keras_msets.zoo.load("{recipe.name}")  # the raw model
 ```
 

@@ -129,12 +129,13 @@ def reliability(probability, same):
 
 def benchmark_table(summary_path):
     """Markdown: held-out accuracies of the estimator benchmark's two-sample
-    problems by `n` (`benchmarks/estimator_benchmark.py`'s `summary.json`
-    at `summary_path`), the statistics preset beside the MMD and
-    classifier tests; a pointer when the file is missing."""
+    problems by `n` (a JSON file with the `aggregate` record of
+    `benchmarks/estimator_benchmark.py`'s summary at `summary_path`), the
+    statistics preset beside the MMD and classifier tests; the command
+    alone when the file is missing."""
     command = (
         "KERAS_BACKEND=torch python benchmarks/estimator_benchmark.py "
-        "--problems ts_... --phases cheap ours; see benchmarks/RESULTS.md"
+        "--tasks two_sample --phases cheap ours --sizes 50 150 1000"
     )
     if not os.path.exists(summary_path):
         return f"Benchmark: {command}."
@@ -158,7 +159,12 @@ def benchmark_table(summary_path):
             ]
             row = " | ".join([key.split("_n")[1], *cells])
             lines.append(f"| {row} |")
-    lines += ["", f"Command: `{command}`."]
+    lines += [
+        "",
+        f"Command: `{command}` (then `--summary-only`); details, the "
+        "design choices on the development seeds and timings in "
+        "benchmarks/RESULTS.md.",
+    ]
     return "\n".join(lines)
 
 
