@@ -13,7 +13,11 @@ quantiles; the median is the estimate and `interval=level` adds an
 interval (an `Estimate` named tuple). `kl_divergence` and
 `mutual_information` use one by default (`knn_refined_kl_divergence`,
 `knn_refined_mutual_information`); the Multi-Set Transformers stay
-available by name.
+available by name. `same_distribution_probability` uses
+`two_sample_statistics` by default (`keras_msets.estimators.two_sample`):
+nine permutation z-scores of two-sample statistics read by a small
+model that returns the probability (d = 1..16, sets of 10 to 100,000
+points); `mst_two_sample` (d = 8) is used only when named.
 
 Classical nearest-neighbour estimators (numpy + scipy, implemented in
 `keras_msets.stats.classical`), the paper's baselines: the KL divergence
@@ -51,8 +55,10 @@ What the estimators refuse, and what they do outside the training data:
   such pairs are answered by the classical estimator
   (`knn_kl_divergence`, `ksg_mutual_information`) with a `UserWarning`
   that says so; `"warn"` keeps the model's answer with a warning (the
-  default of `same_distribution_probability`, which has no classical
-  counterpart here); `"raise"` raises a `ValueError`. The check applies
+  default of `same_distribution_probability`, whose `mst_two_sample`
+  has no classical counterpart here; its default statistics preset has
+  no tail check, as its z-scores are calibrated by permutations of the
+  pair itself); `"raise"` raises a `ValueError`. The check applies
   to presets; a `keras.Model` passed as `model` is not checked (its
   training data are unknown).
 - The cached models are shared by all threads: loading and prediction

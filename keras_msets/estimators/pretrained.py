@@ -6,7 +6,9 @@ behind them, the mutual information of paired samples, or whether both
 sets come from one distribution. This module wraps the zoo presets that
 do this (`mst_kl_divergence` and, for d = 1..3, `mst_kl_divergence_low_d`;
 `mst_mutual_information` and `mst_mutual_information_joint`;
-`mst_two_sample`) as functions of numpy arrays:
+`mst_two_sample`, by name only since `same_distribution_probability`
+uses the statistics preset `two_sample_statistics` by default) as
+functions of numpy arrays:
 
 ```python
 kl = keras_msets.estimators.kl_divergence(x, y)  # x [n, d], y [m, d]
