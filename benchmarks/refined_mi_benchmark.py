@@ -43,7 +43,7 @@ from estimator_bench import runner  # noqa: E402
 ROOT = pathlib.Path(__file__).parent / "results" / "estimator_benchmark"
 SIZES = (50, 150, 1000, 10000)
 NAME = "refined"
-CLASSICAL = ("ksg_k1", "ksg_k3", "ksg_best", "gaussian_plugin")
+CLASSICAL = ("ksg_k1", "ksg_k3", "ksg_k_best", "gaussian_plugin")
 
 
 def _warm_up():
@@ -54,6 +54,27 @@ def _warm_up():
             est._refined_mutual_information(
                 rng.normal(size=(100, d)), rng.normal(size=(100, d))
             )
+
+
+def drop_records(root):
+    """Deletes every cached `refined` record (after the preset changed)."""
+    import fcntl
+    import tempfile
+
+    locks = pathlib.Path(tempfile.gettempdir()) / "estimator_benchmark_locks"
+    locks.mkdir(exist_ok=True)
+    for path in sorted(pathlib.Path(root).glob("mi_*/n*.json")):
+        lock_name = f"{path.parent.name}_{path.stem}.lock"
+        with open(locks / lock_name, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with open(path, encoding="utf-8") as f:
+                cell = json.load(f)
+            for records in cell["seeds"].values():
+                records.pop(NAME, None)
+            temporary = path.with_suffix(".tmp")
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(cell, f, indent=1, sort_keys=True)
+            os.replace(temporary, path)
 
 
 def run(root, sizes, seeds, log=print):
@@ -85,6 +106,40 @@ def run(root, sizes, seeds, log=print):
                     )
                 )
     return done
+
+
+def run_mst_dev(root, sizes, log=print):
+    """The Multi-Set Transformer default of before ("ours") on the
+    development seeds, for the choice of the default."""
+    done = 0
+    for n in sizes:
+        for problem in problem_sets.mi_problems():
+            cell = runner.load_cell(root, problem, n)
+            for seed in runner.DEV_SEEDS:
+                records = cell["seeds"].setdefault(str(seed), {})
+                if "ours" in records:
+                    continue
+                if not done:
+                    est.warm_up("mi")
+                x, y = problem.sample(n, seed)
+                records["ours"] = est.estimators_for("mi", seed)["ours"][1](
+                    x, y
+                )
+                runner.save_cell(root, problem, n, cell)
+                done += 1
+                log(f"mst {problem.name} n={n} seed={seed}")
+    return done
+
+
+def _mst_dev(cell):
+    """The MST's error on the development seeds, or None."""
+    errors = []
+    for seed in runner.DEV_SEEDS:
+        record = cell["seeds"].get(str(seed), {}).get("ours")
+        if record is None or "error" in record:
+            return None
+        errors.append(abs(record["value"] - cell["truth"]))
+    return float(np.mean(errors))
 
 
 def _shipped(cell, seed, record):
@@ -147,6 +202,7 @@ def summarize_cell(cell):
             "ksg_k3_seconds": summary["seconds"].get("ksg_k3"),
             "mst": summary["errors"].get("ours"),
         }
+    row["dev"]["mst"] = _mst_dev(cell)
     return row
 
 
@@ -181,6 +237,16 @@ def summarize(root, sizes):
                 "flagged": sum(r[split]["flagged"] for r in part),
                 "seconds": float(np.mean([r[split]["seconds"] for r in part])),
             }
+            both = [r for r in part if r[split]["mst"] is not None]
+            totals[f"{split}_n{n}"]["mst_cells"] = len(both)
+            totals[f"{split}_n{n}"]["ours_below_mst"] = sum(
+                r[split]["ours"] < r[split]["mst"] for r in both
+            )
+            if both:
+                totals[f"{split}_n{n}"]["mst_vs_ours"] = [
+                    float(np.mean([r[split]["mst"] for r in both])),
+                    float(np.mean([r[split]["ours"] for r in both])),
+                ]
     return rows, totals
 
 
@@ -191,8 +257,9 @@ def _fmt(value, digits=3):
 def totals_table(totals, split="held_out"):
     lines = [
         "| n | cells | ours < best classical | ours > 1.5x best | mean error "
-        "ours / best classical | 90 % interval coverage | seconds per pair |",
-        "|---|---:|---:|---:|---|---:|---:|",
+        "ours / best classical | 90 % interval coverage | seconds per pair "
+        "| mean error MST / ours |",
+        "|---|---:|---:|---:|---|---:|---:|---|",
     ]
     for key, t in totals.items():
         if not key.startswith(split + "_n"):
@@ -202,7 +269,14 @@ def totals_table(totals, split="held_out"):
             f"| {n} | {t['cells']} | {t['wins']} ({t['wins'] / t['cells']:.0%})"
             f" | {t['over_1_5']} | {_fmt(t['mean_ours'])} / "
             f"{_fmt(t['mean_best'])} | {_fmt(t['coverage'], 2)} "
-            f"({t['intervals']}) | {_fmt(t['seconds'], 4)} |"
+            f"({t['intervals']}) | {_fmt(t['seconds'], 4)} | "
+            + (
+                f"{t['mst_vs_ours'][0]:.3f} / {t['mst_vs_ours'][1]:.3f}; "
+                f"ours better in {t['ours_below_mst']} of {t['mst_cells']}"
+                if t.get("mst_vs_ours")
+                else "-"
+            )
+            + " |"
         )
     return lines
 
@@ -220,7 +294,7 @@ def cells_table(rows, split="held_out"):
             f"| {r['problem']} | {r['dim_x']}x{r['dim_y']} | {r['n']} | "
             f"{r['truth']:.3f} | {_fmt(s['ours'])} | "
             f"{_fmt(c.get('ksg_k1'))} | {_fmt(c.get('ksg_k3'))} | "
-            f"{_fmt(c.get('ksg_best'))} | {_fmt(c.get('gaussian_plugin'))} | "
+            f"{_fmt(c.get('ksg_k_best'))} | {_fmt(c.get('gaussian_plugin'))} | "
             f"{s['ratio']:.2f} | {sum(s['interval_hits'])}/"
             f"{len(s['interval_hits'])} | {_fmt(s['mst'])} |"
         )
@@ -317,14 +391,29 @@ def main(argv=None):
         default=runner.DEV_SEEDS + runner.HELD_OUT_SEEDS,
     )
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument(
+        "--mst-dev-sizes",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also run the MST presets on the development seeds here",
+    )
+    parser.add_argument(
+        "--recompute",
+        action="store_true",
+        help="delete the cached refined records first (a new preset)",
+    )
     parser.add_argument("--speed", action="store_true")
     parser.add_argument("--results", type=pathlib.Path, default=ROOT)
     args = parser.parse_args(argv)
     if args.speed:
         speed(args.results)
         return
+    if args.recompute:
+        drop_records(args.results)
     if not args.summary_only:
         run(args.results, args.sizes, args.seeds)
+        run_mst_dev(args.results, args.mst_dev_sizes)
     write_summary(args.results, tuple(args.sizes))
 
 

@@ -39,7 +39,13 @@ from scipy import special
 from keras_msets.stats import mi_statistics as stats
 
 SEED_TAG = 29_2026  # first word of every training seed sequence
-SPLITS = {"train": 0, "validation": 1, "test": 2}
+SPLITS = {"train": 0, "validation": 1, "test": 2, "train_gaussian": 3}
+# Extra training rows: Gaussian latents only, with a larger mutual
+# information (the drawn family has few strongly dependent Gaussians in
+# high d).
+EXTRA = {
+    "train_gaussian": {"family": "gaussian", "information_range": (0.3, 15.0)}
+}
 MIN_N = 10
 MAX_N = 5_000
 MAX_DIM = 25
@@ -155,12 +161,15 @@ class Problem:
         return self._draw(rng, n)
 
 
-def random_problem(rng):
-    """A random problem (module docstring) drawn with `rng`."""
-    family = rng.choice(
-        ["gaussian", "student_t", "uniform_noise", "independent"],
-        p=[0.55, 0.22, 0.13, 0.10],
-    )
+def random_problem(rng, family=None, information_range=(0.01, 10.0)):
+    """A random problem (module docstring) drawn with `rng`; `family`
+    (None: drawn) and the range of the latent Gaussian's mutual
+    information (log-uniform) may be fixed."""
+    if family is None:
+        family = rng.choice(
+            ["gaussian", "student_t", "uniform_noise", "independent"],
+            p=[0.6, 0.18, 0.12, 0.10],
+        )
     dim_x, dim_y = _dim(rng), _dim(rng)
     if rng.uniform() < 0.4:
         dim_y = dim_x
@@ -180,7 +189,7 @@ def random_problem(rng):
     else:
         information = 0.0
         if family != "independent":
-            information = _log_uniform(rng, 0.01, 10.0)
+            information = _log_uniform(rng, *information_range)
         structure = rng.choice(["componentwise", "dense", "sparse"])
         notes.append(str(structure))
         cross = _cross_matrix(rng, dim_x, dim_y, information, structure)
@@ -211,8 +220,8 @@ def random_problem(rng):
     for dim in (dim_x, dim_y):
         mix = _orthonormal(rng, dim) * np.linspace(1.0, 3.0, dim)
         use_mix = dim > 1 and rng.uniform() < 0.35
-        speed = _log_uniform(rng, 0.2, 2.0)
-        use_spiral = dim > 1 and rng.uniform() < 0.25
+        speed = _log_uniform(rng, 0.2, 1.5)
+        use_spiral = dim > 1 and rng.uniform() < 0.15
         names = list(MONOTONE_MAPS)
         maps = [str(rng.choice(names)) for _ in range(dim)]
         if rng.uniform() < 0.5:
@@ -251,7 +260,7 @@ def random_problem(rng):
 def table_row(split, index):
     """`(features, truth, info)` of row `index` of `split`."""
     rng = np.random.default_rng([SEED_TAG, SPLITS[split], index])
-    problem = random_problem(rng)
+    problem = random_problem(rng, **EXTRA.get(split, {}))
     n = int(round(_log_uniform(rng, MIN_N, MAX_N)))
     x, y = problem.sample(n, rng)
     features = stats.mi_statistics(x, y, seed=index)
@@ -304,7 +313,12 @@ def statistics_table(split, rows, cache_dir, log=None):
     return table
 
 
-DEFAULT_ROWS = {"train": 3000, "validation": 400, "test": 400}
+DEFAULT_ROWS = {
+    "train": 10000,
+    "train_gaussian": 3000,
+    "validation": 400,
+    "test": 400,
+}
 
 
 def default_cache_dir():
@@ -316,7 +330,7 @@ def default_cache_dir():
     root = pathlib.Path(root) if root else pathlib.Path.home() / ".cache"
     if not os.environ.get("KERAS_MSETS_CACHE"):
         root = root / "keras_msets"
-    return root / "mi_statistics"
+    return root / "mi_statistics_v2"
 
 
 def main(argv=None):
@@ -328,7 +342,7 @@ def main(argv=None):
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
     cache_dir = args.cache_dir or default_cache_dir()
-    for split in ("validation", "test", "train"):
+    for split in ("validation", "test", "train", "train_gaussian"):
         statistics_table(split, DEFAULT_ROWS[split], cache_dir, log=print)
 
 

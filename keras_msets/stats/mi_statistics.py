@@ -11,6 +11,10 @@ exponentials, bimodal marginals all look alike here):
 
 - the KSG estimates (Kraskov, Stögbauer & Grassberger 2004, algorithm 1,
   max-norm) at `k` in `NEIGHBOURS`;
+- the same KSG estimates on one block of a Gaussian sample with the
+  sample's (shrunk) copula-normal correlation matrix
+  (`gaussian_reference_ksg`): their difference from the sample's says
+  how far the dependence is from a Gaussian copula, at the same bias;
 - the Gaussian plug-in `0.5 (log det R_xx + log det R_yy - log det R)` of
   the copula-normal correlation matrix `R`, shrunk towards the identity
   with weight `(d_x + d_y) / (d_x + d_y + n)` so that it stays finite for
@@ -41,6 +45,7 @@ MIN_BLOCK = 256
 MAX_BLOCK = 2048
 FEATURES = (
     *(f"ksg_k{k}" for k in NEIGHBOURS),
+    *(f"ksg_gaussian_k{k}" for k in NEIGHBOURS),
     "plugin",
     "log_kurtosis_joint",
     "log_kurtosis_x",
@@ -164,6 +169,17 @@ def _blocked_ksg(x, y, seed):
     return np.mean(estimates, axis=0), n / blocks
 
 
+def gaussian_reference_ksg(corr, dim_x, rows, seed):
+    """KSG at `NEIGHBOURS` on `rows` draws of a Gaussian with correlation
+    `corr`, in copula-normal coordinates: what the KSG statistics would
+    be if the copula of the sample were Gaussian."""
+    rng = np.random.default_rng([seed, rows, corr.shape[0]])
+    chol = np.linalg.cholesky(corr)
+    z = rng.normal(size=(rows, corr.shape[0])) @ chol.T
+    zx, zy = copula_normal(z[:, :dim_x]), copula_normal(z[:, dim_x:])
+    return ksg_estimates(zx, zy)
+
+
 def _shrunk_correlation(z):
     n, p = z.shape
     corr = np.atleast_2d(np.corrcoef(z, rowvar=False))
@@ -213,9 +229,12 @@ def mi_statistics(x, y, seed=0):
     zx, zy = copula_normal(x), copula_normal(y)
     ksg, block = _blocked_ksg(zx, zy, seed)
     dim_x, dim_y = x.shape[1], y.shape[1]
+    corr = _shrunk_correlation(np.concatenate([zx, zy], axis=1))
+    reference = gaussian_reference_ksg(corr, dim_x, int(round(block)), seed)
     return np.array(
         [
             *ksg,
+            *reference,
             *gaussian_copula_statistics(zx, zy),
             np.log(x.shape[0]),
             np.log(block),

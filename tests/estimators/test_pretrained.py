@@ -559,8 +559,7 @@ def test_the_shipped_presets_route_as_before():
         ("mst_kl_divergence", 4, 16),
     ]
     assert pretrained.route_spans("mutual_information") == [
-        ("mst_mutual_information_joint", 1, 8),
-        ("mst_mutual_information", 9, 20),
+        ("knn_refined_mutual_information", 1, 25)
     ]
     assert pretrained.route_spans("same_distribution_probability") == [
         ("two_sample_statistics", 1, 16)

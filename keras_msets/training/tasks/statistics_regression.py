@@ -113,6 +113,9 @@ class PinballLoss(keras.losses.Loss):
     def get_config(self):
         return {**super().get_config(), "quantiles": list(self.quantiles)}
 
+    def __repr__(self):
+        return f"PinballLoss(quantiles={list(self.quantiles)})"
+
 
 class StatisticsRegressionTask(Task):
     """Quantiles of a known answer from a table of statistics.
