@@ -450,6 +450,12 @@ def test_a_model_for_every_d_records_no_d_and_its_card_every_rate(
         )
 
 
+@pytest.fixture(scope="module")
+def kl_weights():
+    """The KL preset's weights, loaded once for the module."""
+    return zoo.load("mst_kl_divergence").get_weights()
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -458,15 +464,14 @@ def test_a_model_for_every_d_records_no_d_and_its_card_every_rate(
         "mst_kl_divergence_mid_d",
     ],
 )
-def test_fine_tuned_recipes_start_from_the_kl_preset(name):
+def test_fine_tuned_recipes_start_from_the_kl_preset(name, kl_weights):
     recipe = _recipe(name)
     assert recipe.start_from == "mst_kl_divergence"
     model = recipe.build_model()
     model.build([(None, None, None)] * 2)
     # The same architecture as the KL preset: its weights fit one to one.
     recipe.load_start(model)
-    kl = zoo.load("mst_kl_divergence")
-    for mine, theirs in zip(model.get_weights(), kl.get_weights(), strict=True):
+    for mine, theirs in zip(model.get_weights(), kl_weights, strict=True):
         np.testing.assert_array_equal(mine, theirs)
 
 
