@@ -56,6 +56,8 @@ each; test sets of 10-30 verses).
     KERAS_BACKEND=torch python benchmarks/alignment.py --seeds 1 2
     KERAS_BACKEND=torch python benchmarks/alignment.py --summary
     KERAS_BACKEND=torch python benchmarks/alignment.py --paper-config
+    KERAS_BACKEND=torch python benchmarks/alignment.py --variant projection \
+        --dev-only   # a change tried on the dev books only (VARIANTS)
 
 Each run (model, seed) writes its own JSON under `--output-dir` (default
 `benchmarks/results/alignment/`), named by the configuration, model and
