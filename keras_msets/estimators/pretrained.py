@@ -336,7 +336,7 @@ def kl_divergence(
     if _reads_statistics("kl_divergence", model):
         preset = model
         if preset is None:
-            preset = route_spans("kl_divergence")[0][0]
+            preset = refined.default_statistics_preset("kl_divergence")
         return refined.statistics_estimates(
             "kl_divergence",
             preset,
@@ -367,8 +367,7 @@ def _reads_statistics(estimator, model):
     """Whether `model` (None: the default preset of `estimator`) is a
     preset over statistics (`keras_msets.estimators.refined`)."""
     if model is None:
-        spans = route_spans(estimator)
-        return all(refined.is_statistics_preset(n) for n, _, _ in spans)
+        return refined.default_statistics_preset(estimator) is not None
     if isinstance(model, (str, os.PathLike)):
         return refined.is_statistics_preset(model)
     return False
@@ -525,7 +524,7 @@ def mutual_information(
     if mode is None and _reads_statistics("mutual_information", model):
         preset = model
         if preset is None:
-            preset = route_spans("mutual_information")[0][0]
+            preset = refined.default_statistics_preset("mutual_information")
         return refined.statistics_estimates(
             "mutual_information",
             preset,

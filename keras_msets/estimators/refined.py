@@ -33,7 +33,10 @@ exists for it), `"warn"` keeps the model's answer with a warning, and
 (once per process) and the model's answer.
 """
 
+import functools
 import importlib
+import os
+import pathlib
 import typing
 import warnings
 
@@ -49,6 +52,7 @@ from keras_msets.stats.classical import ksg_mutual_information
 from keras_msets.training.tasks.statistics_regression import (
     estimates_from_quantiles,
 )
+from keras_msets.zoo import registry
 
 # A statistic further than this fraction of its training range outside
 # that range makes the pair out of distribution.
@@ -100,13 +104,60 @@ def _quantile_at(levels, values, level):
     return np.array([np.interp(level, levels, row) for row in values])
 
 
+def _stamp(folder):
+    """Modification time of a preset's metadata (cache keys)."""
+    try:
+        return os.stat(pathlib.Path(folder) / "metadata.json").st_mtime_ns
+    except OSError:
+        return None
+
+
+def _presets_stamp():
+    root = zoo.presets_root()
+    try:
+        entries = sorted(e.path for e in os.scandir(root) if e.is_dir())
+    except OSError:
+        entries = []
+    return str(root), tuple((e, _stamp(e)) for e in entries)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_serves(name, folder, stamp):
+    del folder, stamp  # cache keys only
+    return zoo.info(name).get("serves") or {}
+
+
+def _serves_of(name):
+    """The `serves` record of preset `name`, read again only when its
+    metadata.json changes."""
+    folder = registry.preset_dir(name)
+    return _cached_serves(str(name), str(folder), _stamp(folder))
+
+
 def is_statistics_preset(name):
-    serves = zoo.info(name).get("serves") or {}
-    return serves.get("preprocessing") == "statistics"
+    return _serves_of(name).get("preprocessing") == "statistics"
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_default(estimator, stamp):
+    del stamp  # cache key only
+    from keras_msets.estimators.routing import route_spans
+
+    spans = route_spans(estimator)
+    if all(is_statistics_preset(name) for name, _, _ in spans):
+        return spans[0][0]
+    return None
+
+
+def default_statistics_preset(estimator):
+    """The preset that serves `estimator` by default if it is a preset
+    over statistics, else None (cached until a preset's metadata
+    changes)."""
+    return _cached_default(estimator, _presets_stamp())
 
 
 def _serves(preset):
-    serves = zoo.info(preset)["serves"]
+    serves = _serves_of(preset)
     module = importlib.import_module(serves["statistics"])
     if tuple(serves["features"]) != tuple(module.FEATURES):
         raise ValueError(
