@@ -47,14 +47,16 @@ format: install
 	$(VENV)/bin/ruff format .
 
 # One pytest run per backend; `$(1)` is the extra pytest arguments. The
-# tests marked backend_independent run on the first backend only
-# (tests/conftest.py).
+# tests marked backend_independent or card_check run on one backend only
+# (tests/conftest.py): torch where it is among BACKENDS (its eager model
+# calls are the cheapest on CPU), else the first.
+ONE_BACKEND := $(if $(filter torch,$(BACKENDS)),torch,$(firstword $(BACKENDS)))
 define run_suite
 	@failed=""; \
 	for backend in $(BACKENDS); do \
 	  echo "=== KERAS_BACKEND=$$backend ==="; \
 	  KERAS_BACKEND=$$backend \
-	  KERAS_MSETS_BACKEND_INDEPENDENT_ON=$(firstword $(BACKENDS)) \
+	  KERAS_MSETS_BACKEND_INDEPENDENT_ON=$(ONE_BACKEND) \
 	  $(PY) -m pytest -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist $(TEST_DIST) $(1) \
 	    $(PYTEST_ARGS) || failed="$$failed $$backend"; \

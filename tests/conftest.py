@@ -92,10 +92,14 @@ _enable_jax_compilation_cache()
 # Tests whose outcome no Keras backend can change (packaging, numpy-only
 # data and statistics code, a tutorial's refusal of its output folder):
 # those marked `backend_independent` and those under the paths below.
-# `make test` names its first backend in KERAS_MSETS_BACKEND_INDEPENDENT_ON
-# for every backend's run, so they run once per `make test`, on that
-# backend, and are skipped (with that reason) on the others; without the
-# variable (a plain `pytest`) they run.
+# With them, the `card_check` tests: statistical re-measurements of a
+# shipped preset, whose agreement across backends is checked directly
+# (every backend reproduces each preset's stored outputs to 1e-5,
+# tests/zoo/test_registry.py). `make test` names one of its backends in
+# KERAS_MSETS_BACKEND_INDEPENDENT_ON for every backend's run, so they run
+# once per `make test`, on that backend, and are skipped (with that
+# reason) on the others; without the variable (a plain `pytest`) they
+# run.
 BACKEND_INDEPENDENT_PATHS = (
     # keras_msets.data: numpy generators and loaders (tf.data where
     # asked), no Keras.
@@ -120,7 +124,14 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "backend_independent: its outcome does not depend on the Keras "
-        "backend; `make test` runs it on its first backend only",
+        "backend; `make test` runs it on one backend only",
+    )
+    config.addinivalue_line(
+        "markers",
+        "card_check: re-measures a shipped preset's card on fresh data; "
+        "that the preset gives its stored outputs on every backend is "
+        "checked by tests/zoo/test_registry.py, so `make test` runs it "
+        "on one backend only",
     )
 
 
@@ -134,11 +145,13 @@ def pytest_collection_modifyitems(config, items):
     if not BACKEND_INDEPENDENT_ON or BACKEND_INDEPENDENT_ON == BACKEND:
         return
     skip = pytest.mark.skip(
-        reason="backend-independent: this `make test` runs it on "
-        f"{BACKEND_INDEPENDENT_ON}"
+        reason="backend-independent or a card check: this `make test` "
+        f"runs it on {BACKEND_INDEPENDENT_ON}"
     )
     for item in items:
-        if item.get_closest_marker("backend_independent"):
+        if item.get_closest_marker(
+            "backend_independent"
+        ) or item.get_closest_marker("card_check"):
             item.add_marker(skip)
 
 

@@ -65,6 +65,7 @@ def _errors(name, d, num, model=None):
 
 
 @pytest.mark.slow
+@pytest.mark.card_check
 def test_two_sample_preset_matches_its_card_on_fresh_pairs():
     name = "mst_two_sample"
     card = zoo.info(name)["metrics"]
@@ -114,6 +115,7 @@ def test_kl_divergence_grows_with_the_shift_between_two_gaussians():
 
 
 @pytest.mark.slow
+@pytest.mark.card_check
 def test_count_shared_digits_preset_matches_its_card_on_fresh_pairs():
     name = "mst_count_shared_digits"
     card = zoo.info(name)["metrics"]
@@ -130,6 +132,7 @@ def test_count_shared_digits_preset_matches_its_card_on_fresh_pairs():
 
 
 @pytest.mark.slow
+@pytest.mark.card_check
 def test_mutual_information_preset_matches_its_card_and_beats_ksg():
     name = "mst_mutual_information"
     card = zoo.info(name)["metrics"]
@@ -180,6 +183,7 @@ def test_mutual_information_grows_with_the_correlation():
 
 
 @pytest.mark.slow
+@pytest.mark.card_check
 def test_joint_mutual_information_preset_matches_its_card():
     name = "mst_mutual_information_joint"
     card = zoo.info(name)["metrics"]
@@ -202,6 +206,7 @@ def test_joint_mutual_information_preset_matches_its_card():
 
 
 @pytest.mark.slow
+@pytest.mark.card_check
 def test_joint_mutual_information_at_d_2_follows_the_correlation():
     # The joint preset, named (the split one has not learned d = 2).
     # True MI: -log(1 - rho^2) = 0, 0.288 and 1.661 nats.
@@ -217,6 +222,7 @@ def test_joint_mutual_information_at_d_2_follows_the_correlation():
 
 
 @pytest.mark.slow
+@pytest.mark.card_check
 def test_low_d_kl_preset_matches_its_card_and_beats_the_general_one():
     name = "mst_kl_divergence_low_d"
     card = zoo.info(name)["metrics"]
