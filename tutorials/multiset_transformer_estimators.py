@@ -214,7 +214,24 @@ for d in MI_DIMS:
             mi_dim.append(d)
 mi_truth, mi_dim = np.array(mi_truth), np.array(mi_dim)
 
-mi_mst = pretrained.mutual_information(mi_x, mi_y, model=MI_MODEL)
+if MI_MODEL is not None:
+    mi_mst = pretrained.mutual_information(mi_x, mi_y, model=MI_MODEL)
+else:
+    # The Multi-Set Transformer presets by name (the default of
+    # `mutual_information` is now the refined preset of the next part):
+    # the joint reading up to d = 8, the split one above.
+    mi_mst = np.array(
+        [
+            pretrained.mutual_information(
+                x,
+                y,
+                model="mst_mutual_information_joint"
+                if x.shape[1] <= 8
+                else "mst_mutual_information",
+            )
+            for x, y in zip(mi_x, mi_y, strict=True)
+        ]
+    )
 mi_ksg = np.array(
     [ksg_mutual_information(x, y, k=3) for x, y in zip(mi_x, mi_y, strict=True)]
 )
@@ -271,6 +288,85 @@ for axis, (title, truth, dims, mst, classical, name) in zip(
     axis.legend(fontsize=7)
 figure.tight_layout()
 save_figure("estimators_vs_truth.png", figure)
+
+"""
+## Mutual information with intervals, on non-Gaussian data
+
+By default `mutual_information` uses `knn_refined_mutual_information`:
+KSG and Gaussian-copula statistics of the sample, read by a small
+pretrained network that returns quantiles of `I(X; Y)`. With
+`interval=0.9` it returns an `Estimate(value, low, high, level)`: the
+median and a 90 % interval. `dim x != dim y` is fine. Three problems
+whose exact answer is known because the mutual information does not
+change under separate invertible maps of `x` and of `y`:
+
+- heavy tails: a Gaussian pair (componentwise correlation 0.6, d = 3)
+  with every coordinate sent through `sinh(2 u)`;
+- a bimodal `x` (`u + 3 tanh(3 u)`) against a 5-dimensional `y`;
+- uniform noise: `y = x + 0.5 U`, with `x, U` uniform on `(0, 1)^2`,
+  `I = 2 (0.25 + log 2)`.
+"""
+
+
+def correlated(n, dim_x, dim_y, rho):
+    x = rng.normal(size=(n, dim_x))
+    y = rng.normal(size=(n, dim_y))
+    k = min(dim_x, dim_y)
+    y[:, :k] = rho * x[:, :k] + np.sqrt(1 - rho**2) * y[:, :k]
+    return x, y, -0.5 * k * np.log(1 - rho**2)
+
+
+def non_gaussian_problems(n):
+    x, y, truth = correlated(n, 3, 3, 0.6)
+    yield "sinh tails, 3 x 3", np.sinh(2 * x), np.sinh(2 * y), truth
+    x, y, truth = correlated(n, 2, 5, 0.7)
+    yield "bimodal x, 2 x 5", x + 3 * np.tanh(3 * x), y, truth
+    x = rng.uniform(size=(n, 2))
+    yield (
+        "uniform noise, 2 x 2",
+        x,
+        x + 0.5 * rng.uniform(size=(n, 2)),
+        (2 * (0.25 + np.log(2))),
+    )
+
+
+REFINED_SIZES = (50, 300) if SMOKE else (50, 150, 1000, 5000)
+rows = []
+for n in REFINED_SIZES:
+    for name, x, y, truth in non_gaussian_problems(n):
+        estimate = pretrained.mutual_information(x, y, interval=0.9)
+        ksg = ksg_mutual_information(x, y, k=3)
+        rows.append((name, n, truth, estimate, ksg))
+        print(
+            f"{name:>22}, n = {n:>4}: true {truth:.3f}  estimate "
+            f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]"
+            f"  KSG (k=3) {ksg:.3f}"
+        )
+
+figure, axes = plt.subplots(1, 3, figsize=(12, 3.8), sharey=False)
+for axis, name in zip(axes, [r[0] for r in rows[:3]], strict=True):
+    part = [r for r in rows if r[0] == name]
+    sizes = np.array([r[1] for r in part])
+    values = np.array([r[3].value for r in part])
+    low = np.array([r[3].low for r in part])
+    high = np.array([r[3].high for r in part])
+    axis.errorbar(
+        sizes,
+        values,
+        yerr=[values - low, high - values],
+        fmt="o",
+        capsize=3,
+        label="refined, 90 % interval",
+    )
+    axis.plot(sizes, [r[4] for r in part], "s", mfc="none", label="KSG (k=3)")
+    axis.axhline(part[0][2], color="gray", linestyle=":", label="truth")
+    axis.set_xscale("log")
+    axis.set_xlabel("n (pairs)")
+    axis.set_title(name)
+axes[0].set_ylabel("mutual information (nats)")
+axes[0].legend(fontsize=7)
+figure.tight_layout()
+save_figure("mutual_information_intervals.png", figure)
 
 """
 ## Same distribution or not?
@@ -404,6 +500,11 @@ for warning in caught:
 
 - One call estimates the KL divergence, the mutual information or a
   two-sample probability from raw samples; a list of pairs is one batch.
+- `mutual_information(x, y, interval=0.9)` returns an estimate and a 90 %
+  interval from `knn_refined_mutual_information`, for any n from 10 to
+  100,000 and d_x, d_y up to 25; on the estimator benchmark its held-out
+  intervals hold the truth 92 % of the time, but it beats the best
+  classical estimator in only 42 % of the cells (`benchmarks/RESULTS.md`).
 - The learned estimators were trained once, on synthetic distributions,
   and need no fitting on your data (unlike MINE), but they are only as
   good as their training distribution: Gaussian mixtures for the KL
