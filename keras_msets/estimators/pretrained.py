@@ -5,7 +5,10 @@ sets of samples and output the KL divergence between the distributions
 behind them, the mutual information of paired samples, or whether both
 sets come from one distribution. This module wraps the zoo presets that
 do this (`mst_kl_divergence` and, for d = 1..3, `mst_kl_divergence_low_d`;
-`mst_mutual_information` and `mst_mutual_information_joint`;
+`mst_mutual_information` and `mst_mutual_information_joint`, by name or
+`mode=` only since `mutual_information` uses the statistics preset
+`knn_refined_mutual_information` by default, `keras_msets.estimators.
+refined`;
 `mst_two_sample`, by name only since `same_distribution_probability`
 uses the statistics preset `two_sample_statistics` by default) as
 functions of numpy arrays:
@@ -44,7 +47,7 @@ on):
   separate shift and positive scaling of every coordinate of `x` and of
   `y`, and under negating any coordinates of `y`.
 - Mutual information read as `KL(P_XY || P_X P_Y)` (ours,
-  `mst_mutual_information_joint`, the default for d = 1..8):
+  `mst_mutual_information_joint`):
   `joint_and_product_sets`, then `whiten_pairs` with each axis oriented
   by the third moment (both sets have the same mean by construction). The
   estimate is invariant under an invertible affine map of `x` and another
