@@ -199,7 +199,7 @@ CARD_TEXT = {
         "Fig. 2",
         "| 10 | 1.0000 | 0.5000 | 1.5000 |",
         "NOT below KSG at d = 2, 10, 20",
-        "d = 9..20 use this",
+        "not by default",
     ],
     "mst_mutual_information_joint": [
         "KL(P_XY || P_X P_Y)",
