@@ -736,6 +736,17 @@ def bad_sample_pairs(draw):
 @FAST
 @given(pair=bad_sample_pairs())
 def test_estimators_refuse_bad_samples_clearly(name, pair):
+    x, y = pair
+    valid_paired = (
+        x.ndim == y.ndim == 2
+        and x.shape[0] == y.shape[0]
+        and x.dtype.kind == y.dtype.kind == "f"
+        and np.isfinite(x).all()
+        and np.isfinite(y).all()
+    )
+    if name.endswith("mutual_information") and valid_paired:
+        # `dim x != dim y` is a valid mutual-information input.
+        return
     assert_clear_error(ESTIMATORS[name], *pair)
 
 
