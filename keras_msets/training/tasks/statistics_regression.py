@@ -260,8 +260,8 @@ class StatisticsRegressionTask(Task):
             return super().use_text(recipe)
         return (
             "```python\nimport keras_msets\n\n"
-            f"keras_msets.estimators.{estimator}(x, y, "
-            f'model="{recipe.name}", interval=0.9)\n```\n'
+            f"keras_msets.estimators.{estimator}(\n"
+            f'    x, y, model="{recipe.name}", interval=0.9\n)\n```\n'
         )
 
     def card_sections(self, recipe, metrics):
