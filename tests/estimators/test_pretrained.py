@@ -376,7 +376,9 @@ def test_same_distribution_probability_is_a_probability(eight_d):
 
 
 def test_default_loads_the_preset_once(tmp_path, monkeypatch, equivariant):
-    _save(equivariant, tmp_path / "mst_kl_divergence")
+    # It claims default dimensions, as before the refined preset became
+    # the default (the shipped one serves only by name now).
+    _save(equivariant, tmp_path / "mst_kl_divergence", default_dims=[4, 16])
     monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
     rng = np.random.default_rng(7)
     x, y = _pair(rng, d=5)
@@ -412,11 +414,13 @@ def test_default_kl_divergence_routes_each_pair_by_d(
     # `low_d` is the other's plus 10 before clipping at 0.
     weights = equivariant.get_weights()
     low_d.set_weights([*weights[:-1], weights[-1] + 10.0])
-    for name, model in (
-        ("mst_kl_divergence", equivariant),
-        ("mst_kl_divergence_low_d", low_d),
+    # Both claim default dimensions, as before the refined preset became
+    # the default (the shipped ones serve only by name now).
+    for name, model, dims in (
+        ("mst_kl_divergence", equivariant, [4, 16]),
+        ("mst_kl_divergence_low_d", low_d, [1, 3]),
     ):
-        _save(model, tmp_path / name)
+        _save(model, tmp_path / name, default_dims=dims)
     monkeypatch.setenv(registry.ZOO_DIR_ENV, str(tmp_path))
     rng = np.random.default_rng(14)
     dims = (1, 4, 3, 2, 16)
@@ -557,8 +561,7 @@ def test_unlearned_dims_compares_with_the_best_constant():
 
 def test_the_shipped_presets_route_as_before():
     assert pretrained.route_spans("kl_divergence") == [
-        ("mst_kl_divergence_low_d", 1, 3),
-        ("mst_kl_divergence", 4, 16),
+        ("knn_refined_kl_divergence", 1, 25)
     ]
     assert pretrained.route_spans("mutual_information") == [
         ("knn_refined_mutual_information", 1, 25)
@@ -616,7 +619,9 @@ def test_routing_follows_the_installed_presets_metadata(
         model.set_weights([*weights[:-1], weights[-1] + 10.0 * (shift + 1)])
         models[name] = model
     _save(
-        models["mst_kl_divergence_low_d"], tmp_path / "mst_kl_divergence_low_d"
+        models["mst_kl_divergence_low_d"],
+        tmp_path / "mst_kl_divergence_low_d",
+        default_dims=[1, 3],
     )
     _save(
         models["mst_kl_divergence"],
