@@ -72,9 +72,10 @@ def headline_metric(metadata):
     """The preset's headline metric as a short text, or None.
 
     `metadata["headline_metric"]` (a key of its metrics) if present;
-    else the test accuracy, the accuracy, the digit-sum accuracy over
-    lengths 5-95 (the worst length), or the estimators' mean absolute
-    error per dimension `d`, whichever the metrics have first.
+    else the test accuracy, the accuracy, the mean absolute error, the
+    digit-sum accuracy over lengths 5-95 (the worst length), or the
+    estimators' mean absolute error per dimension `d`, whichever the
+    metrics have first.
     """
     metrics = metadata.get("metrics") or {}
     key = metadata.get("headline_metric")
@@ -83,6 +84,7 @@ def headline_metric(metadata):
     for key, label in (
         ("test_accuracy", "test accuracy"),
         ("accuracy", "accuracy"),
+        ("mae", "mean absolute error"),
     ):
         if _number(metrics.get(key)) is not None:
             return f"{label} {_number(metrics[key])}"

@@ -201,13 +201,17 @@ class KLDivergence(SetTask):
 
     def use_text(self, recipe):
         span = dims_text(self.dims)
-        route = self.route_text()
+        default = (
+            ""
+            if self.default_dims is None
+            else "kl = pretrained.kl_divergence(x, y)  # x [n, d], y [m, d]; "
+            f"{self.route_text()}\n"
+        )
         return f"""```python
 import keras_msets
 from keras_msets.estimators import pretrained
 
-kl = pretrained.kl_divergence(x, y)  # x [n, d], y [m, d]; {route}
-kl = pretrained.kl_divergence(x, y, model="{recipe.name}")
+{default}kl = pretrained.kl_divergence(x, y, model="{recipe.name}")
 model = keras_msets.zoo.load("{recipe.name}")  # the raw model
 ```
 

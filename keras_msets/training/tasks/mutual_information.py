@@ -110,14 +110,18 @@ class MutualInformation(SetTask):
         return metrics
 
     def use_text(self, recipe):
-        route = self.route_text()
+        default = (
+            ""
+            if self.default_dims is None
+            else "mi = pretrained.mutual_information(x, y)  # x, y [n, d]; "
+            f"{self.route_text()}\n"
+        )
         rows = "at least 2d + 1 rows" if self.joint else "at least d + 1 rows"
         return f"""```python
 import keras_msets
 from keras_msets.estimators import pretrained
 
-mi = pretrained.mutual_information(x, y)  # x, y [n, d]; {route}
-mi = pretrained.mutual_information(x, y, model="{recipe.name}")
+{default}mi = pretrained.mutual_information(x, y, model="{recipe.name}")
 model = keras_msets.zoo.load("{recipe.name}")  # the raw model
 ```
 
