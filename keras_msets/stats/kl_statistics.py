@@ -38,6 +38,8 @@ statistic the model corrects (`BASE_FEATURE`).
 
 import numpy as np
 
+from keras_msets.stats.classical import as_samples
+
 NEIGHBOURS = (1, 2, 3, 5, 10)
 # Smallest distance used in a log-ratio (coordinates have unit scale).
 _MIN_DISTANCE = 1e-9
@@ -65,32 +67,10 @@ def block_size(d):
 
 
 def _check(x, y):
-    arrays = []
-    for name, value in (("x", x), ("y", y)):
-        array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
-            raise TypeError(
-                f"`{name}` must be a real numeric array. Received: "
-                f"{name} of dtype {array.dtype}"
-            )
-        if array.ndim != 2:
-            raise ValueError(
-                f"`{name}` must be a 2-D array [points, d]. Received: "
-                f"{name}.shape={array.shape}"
-            )
-        if array.shape[0] < MIN_POINTS or array.shape[1] < 1:
-            raise ValueError(
-                f"`{name}` must have at least {MIN_POINTS} rows and 1 "
-                f"column. Received: {name}.shape={array.shape}"
-            )
-        array = array.astype(np.float64)
-        if not np.all(np.isfinite(array)):
-            raise ValueError(
-                f"`{name}` must hold finite values only. Received: "
-                f"{name} with {int(np.sum(~np.isfinite(array)))} NaN/inf"
-            )
-        arrays.append(array)
-    x, y = arrays
+    """`x` and `y` as finite float64 `[n, d]` arrays with the same `d` and
+    at least `MIN_POINTS` rows each; clear errors for anything else."""
+    x = as_samples("x", x, min_rows=MIN_POINTS)
+    y = as_samples("y", y, min_rows=MIN_POINTS)
     if x.shape[1] != y.shape[1]:
         raise ValueError(
             "`x` and `y` must have the same number of columns d. Received: "

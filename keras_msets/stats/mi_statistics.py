@@ -36,6 +36,8 @@ the block size, with less spread. The plug-in and kurtosis use all rows.
 
 import numpy as np
 
+from keras_msets.stats.classical import as_samples
+
 NEIGHBOURS = (1, 3, 10)
 MIN_POINTS = 10  # pairs needed
 # Largest block for the KSG counts: BLOCK_BUDGET / (d_x + d_y) rows,
@@ -67,35 +69,14 @@ def block_size(total_dim):
 
 
 def check_pair(x, y):
-    """`x` and `y` as float64 `[n, d]` arrays with the same `n`; clear
-    errors for anything else."""
+    """`x` and `y` as finite float64 `[n, d]` arrays (a 1-D array is one
+    column) with the same `n` of at least `MIN_POINTS` rows; clear errors
+    for anything else."""
     arrays = []
     for name, value in (("x", x), ("y", y)):
-        array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
-            raise TypeError(
-                f"`{name}` must be a real numeric array. Received: "
-                f"{name} of dtype {array.dtype}"
-            )
-        if array.ndim == 1:
-            array = array[:, None]
-        if array.ndim != 2 or array.shape[1] < 1:
-            raise ValueError(
-                f"`{name}` must be a 2-D array [n, d] with d >= 1. "
-                f"Received: {name}.shape={array.shape}"
-            )
-        if array.shape[0] < MIN_POINTS:
-            raise ValueError(
-                f"`{name}` must have at least {MIN_POINTS} rows. Received: "
-                f"{name}.shape={array.shape}"
-            )
-        array = array.astype(np.float64)
-        if not np.all(np.isfinite(array)):
-            raise ValueError(
-                f"`{name}` must hold finite values only. Received: {name} "
-                f"with {int(np.sum(~np.isfinite(array)))} NaN/inf values"
-            )
-        arrays.append(array)
+        if np.ndim(value) == 1:
+            value = np.asarray(value)[:, None]
+        arrays.append(as_samples(name, value, min_rows=MIN_POINTS))
     x, y = arrays
     if x.shape[0] != y.shape[0]:
         raise ValueError(

@@ -83,7 +83,7 @@ def test_ties_give_finite_statistics():
         (np.zeros((5, 2)), np.zeros((20, 2)), "`x` must have at least 10"),
         (np.zeros((20, 2)), np.zeros((20, 3)), "same number of columns"),
         (np.zeros(20), np.zeros((20, 1)), "`x` must be a 2-D array"),
-        (np.full((20, 1), np.nan), np.zeros((20, 1)), "`x` must hold"),
+        (np.full((20, 1), np.nan), np.zeros((20, 1)), "`x` must contain only"),
     ],
 )
 def test_bad_input_names_the_argument(x, y, match):
