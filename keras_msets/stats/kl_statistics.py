@@ -41,6 +41,9 @@ import numpy as np
 from keras_msets.stats.classical import as_samples
 
 NEIGHBOURS = (1, 2, 3, 5, 10)
+# k-NN queries on sets of at least this many points in d >= 5 run on two
+# threads (the same distances; k-d trees in higher d cost about n^2 d).
+PARALLEL_POINTS = 500
 # Smallest distance used in a log-ratio (coordinates have unit scale).
 _MIN_DISTANCE = 1e-9
 STATISTICS = (
@@ -112,14 +115,17 @@ def knn_kl_estimates(x, y, neighbours=NEIGHBOURS):
 
     `d / n sum_i log(nu_k(i) / rho_k(i)) + log(m / (n - 1))`, distances
     floored at `_MIN_DISTANCE` (ties); `k` is capped at `n - 1` and `m`.
+    Queries on sets of `PARALLEL_POINTS` or more points with `d >= 5` use
+    two threads.
     """
     from scipy.spatial import cKDTree
 
     n, d = x.shape
     m = y.shape[0]
     k_max = min(max(neighbours), n - 1, m)
-    within, _ = cKDTree(x).query(x, k=k_max + 1)
-    between, _ = cKDTree(y).query(x, k=k_max)
+    workers = 2 if d >= 5 and max(n, m) >= PARALLEL_POINTS else 1
+    within, _ = cKDTree(x).query(x, k=k_max + 1, workers=workers)
+    between, _ = cKDTree(y).query(x, k=k_max, workers=workers)
     within = np.maximum(within.reshape(n, -1)[:, 1:], _MIN_DISTANCE)
     between = np.maximum(between.reshape(n, -1), _MIN_DISTANCE)
     log_ratio = np.log(between) - np.log(within)

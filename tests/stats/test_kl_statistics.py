@@ -23,8 +23,10 @@ def test_shape_and_names():
     assert named["log_m"] == pytest.approx(np.log(200))
 
 
-def test_knn_estimates_match_the_classical_estimator():
-    x, y = _pair(n=200, d=2, seed=1)
+@pytest.mark.parametrize("n, d", [(200, 2), (ks.PARALLEL_POINTS, 6)])
+def test_knn_estimates_match_the_classical_estimator(n, d):
+    # The second case runs the queries on two threads.
+    x, y = _pair(n=n, d=d, seed=1)
     sx, sy = ks.standardized(x, y)
     want = [knn_kl_divergence(sx, sy, k=k) for k in ks.NEIGHBOURS]
     np.testing.assert_allclose(ks.knn_kl_estimates(sx, sy), want, rtol=1e-10)
