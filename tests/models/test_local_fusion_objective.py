@@ -124,6 +124,33 @@ class LocalFusionObjectiveTest(TestCase):
                     loss, scale * (decoders + counts), atol=1e-5, rtol=1e-5
                 )
 
+    def test_a_training_step_runs_the_segments_once(self):
+        # Keras's step calls `model(x, training=True)` and then the loss:
+        # the loss reuses that call's pass of every segment instead of
+        # computing the networks again, with the same loss value.
+        x, y, _ = _batch(seed=4)
+        model = _model(token_count_loss_weight=0.5)
+        model.compile(optimizer="sgd", loss="binary_crossentropy")
+        expected = _numpy(model.compute_loss(x=x, y=y, training=True))
+        self.assertAllClose(model(x, training=True), model(x), atol=1e-6)
+        objective = model.objective
+        forward, recall, passes = objective.forward, objective.recall, []
+        objective.forward = lambda *a: passes.append("forward") or forward(*a)
+        objective.recall = lambda y_pred: (
+            passes.append(
+                "reused" if objective.__dict__.get("_remembered") else "none"
+            )
+            or recall(y_pred)
+        )
+        loss = model.train_on_batch(x, y)
+        self.assertAllClose(loss, expected, atol=1e-5, rtol=1e-5)
+        # One pass per traced step (TensorFlow may trace twice), each
+        # reused by the loss.
+        self.assertEqual(passes[::2], ["forward"] * (len(passes) // 2))
+        self.assertEqual(passes[1::2], ["reused"] * (len(passes) // 2))
+        self.assertGreater(len(passes), 0)
+        self.assertNotIn("_remembered", vars(objective))
+
     def test_evaluation_loss_is_the_roots(self):
         x, y, _ = _batch(seed=3)
         model = _model(token_count_loss_weight=0.5)

@@ -110,7 +110,11 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
     for that pair, tested against a hand-written one-pair gradient). The
     encodings of a tree level are computed together: `log2(N)` sequential
     steps, no Python loop over segments at run time. `call` (and
-    `predict`, `evaluate`, metrics) computes only the root output, in O(N).
+    `predict`, `evaluate`) computes only the root output, in O(N). In a
+    training step, `call(x, training=True)` computes every segment once
+    for the objective, which reuses it, and returns the root decoder's
+    output from it (the same value, up to rounding), so a step runs the
+    networks once.
 
     Design choices the paper leaves open (documented deviations): the
     networks are MLPs of user-set widths with ReLU hidden layers;
@@ -169,6 +173,9 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
             `predict`, `evaluate` and `fit` raise an error otherwise (for
             arrays and tensors; a dataset's ids are checked only where the
             step runs eagerly, see `keras_msets.models._id_inputs`).
+        training: bool or None. True (Keras's training step) computes
+            every segment's output and keeps it for the loss of the same
+            `x`; the returned root output has the same value.
 
     Output shape:
         `[batch, output_dim]`: the root decoder's output.
@@ -418,7 +425,9 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         def compiled_loss(targets, predictions, weights):
             return base(x, targets, predictions, weights, training=True)
 
-        return self.objective(self, x, y, sample_weight, compiled_loss)
+        return self.objective(
+            self, x, y, sample_weight, compiled_loss, y_pred=y_pred
+        )
 
     # -- the final network of Sec. 11 -----------------------------------
 
@@ -426,7 +435,17 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         numbers = self.segments.vertex_segments[height]
         return self._fusion_groups[numbers - self.padded_length - 1]
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
+        if training:
+            # A training step (Keras runs `call` and then `compute_loss`
+            # on the same `x`): compute every segment once, keep it for
+            # the local objective, and return the root decoder's output
+            # from it (the value of the root network below).
+            forward = self.objective.forward(self, inputs)
+            root = self.segments.index[(1, self.padded_length)]
+            y_pred = forward[1][:, root - 1]
+            self.objective.remember(y_pred, forward)
+            return y_pred
         ids = self._check_inputs(inputs)
         x = self.token_encoder.apply_groups(ids, self._token_groups)
         e = self.encoding_dim

@@ -216,8 +216,39 @@ class LocalFusionObjective:
             weights = ops.reshape(weights, (-1,))
         return self._reduce(compiled_loss(y_all, flat, weights))
 
-    def __call__(self, model, x, y, sample_weight, compiled_loss):
+    def forward(self, model, x):
+        """The training forward pass: `(table, outputs)` of one batch.
+
+        `table` is `model.encodings(x)` with the inputs of every encoder
+        held constant (`gradient="local"`), `outputs` every decoder's
+        output with the gradient routing of `segment_outputs`. The model's
+        `call(x, training=True)` computes it once per training step and
+        the loss of that step reuses it (`remember`, `recall`).
+        """
+        table = model.encodings(x, hold_inputs=self.local)
+        return table, self.segment_outputs(model, table)
+
+    def remember(self, y_pred, forward):
+        """Keep the `forward` pass that gave the root output `y_pred`."""
+        self._remembered = (y_pred, forward)
+
+    def recall(self, y_pred):
+        """The pass `remember`ed with this very `y_pred` (same object).
+
+        None if there is none. What was remembered is dropped either way,
+        so a pass serves at most one loss.
+        """
+        remembered = self.__dict__.pop("_remembered", None)
+        if remembered is None or remembered[0] is not y_pred:
+            return None
+        return remembered[1]
+
+    def __call__(self, model, x, y, sample_weight, compiled_loss, y_pred=None):
         """The training loss of one batch.
+
+        Reuses the forward pass that `model(x, training=True)` made in the
+        same training step when `y_pred` is the output it returned
+        (`recall`); otherwise computes it (`forward`).
 
         Args:
             model: the `FusionEncoderNetwork` being trained.
@@ -226,9 +257,9 @@ class LocalFusionObjective:
             sample_weight: None or `[batch]` weights.
             compiled_loss: `fn(y, y_pred, sample_weight)`, the model's
                 compiled loss.
+            y_pred: None or the model's output for `x` in this step.
         """
-        table = model.encodings(x, hold_inputs=self.local)
-        outputs = self.segment_outputs(model, table)
+        table, outputs = self.recall(y_pred) or self.forward(model, x)
         loss = self.decoder_loss(outputs, y, sample_weight, compiled_loss)
         if self.token_count_loss_weight:
             loss = loss + self.token_count_loss(
