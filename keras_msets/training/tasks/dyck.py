@@ -24,7 +24,8 @@ def count_exactness(model, x):
     """Fraction of segments whose counts the readout gets exactly right.
 
     Per segment length: the readout's estimate of the number of "(" and of
-    ")", rounded, against the true counts (`count_exact_<length>`).
+    ")", rounded, against the true counts (`count_exact_<length>`, for
+    each of the lengths 8, 16, 32, 64 that the model has segments of).
     """
     predicted = np.rint(
         keras.ops.convert_to_numpy(model.predicted_token_counts(x))
@@ -35,6 +36,7 @@ def count_exactness(model, x):
     return {
         f"count_exact_{n}": float(exact[:, lengths == n].mean())
         for n in (8, 16, 32, 64)
+        if np.any(lengths == n)
     }
 
 
@@ -168,7 +170,9 @@ def _auxiliary(model, metrics):
     if not weight:
         return "no auxiliary loss (`token_count_loss_weight=0`)."
     exact = ", ".join(
-        f"{metrics[f'count_exact_{n}']:.3f} at {n}" for n in (16, 32, 64)
+        f"{metrics[f'count_exact_{n}']:.3f} at {n}"
+        for n in (16, 32, 64)
+        if f"count_exact_{n}" in metrics
     )
     return f"""auxiliary token-count loss (`token_count_loss_weight={weight}`):
   a linear readout, shared by all segments and used only in training,
