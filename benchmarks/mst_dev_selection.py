@@ -47,9 +47,7 @@ import argparse
 import hashlib
 import importlib.util
 import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -58,6 +56,10 @@ import numpy as np
 
 from keras_msets import zoo
 from keras_msets.training.tasks import mst
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from preset_history import preset_at_revision  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -123,16 +125,7 @@ def _sha256(path):
 
 
 def _from_git(name, revision, task):
-    folder = Path(tempfile.mkdtemp())
-    for file in ("config.json", "model.weights.h5"):
-        blob = subprocess.run(
-            ["git", "show", f"{revision}:zoo/{name}/{file}"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        ).stdout
-        (folder / file).write_bytes(blob)
-    return _from_folder(folder, task)
+    return _from_folder(preset_at_revision(name, revision, ROOT), task)
 
 
 def _from_folder(folder, task):

@@ -30,8 +30,7 @@ prints it. Needs the repository's git history for seed 0.
 
 import argparse
 import json
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
 import keras
@@ -40,10 +39,14 @@ import numpy as np
 from keras_msets import data
 from keras_msets import zoo
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from preset_history import preset_at_revision  # noqa: E402
+
 HERE = Path(__file__).parent
 SCRIPT = Path(__file__).name
 SEED0_COMMIT = "633d104^"
-PRESET = "zoo/complex_deepsets_units_digit"
+PRESET_NAME = "complex_deepsets_units_digit"
 LENGTHS = (200, 300, 500, 1000, 2000, 5000)
 # The card's test lengths (training lengths are 1-50).
 TEST_LENGTHS = tuple(range(5, 100, 5)) + (500,)
@@ -57,15 +60,7 @@ SHIPPED = "seed 1 (shipped)"
 
 
 def _seed0_model(repository):
-    folder = Path(tempfile.mkdtemp())
-    for name in ("config.json", "model.weights.h5"):
-        blob = subprocess.run(
-            ["git", "show", f"{SEED0_COMMIT}:{PRESET}/{name}"],
-            cwd=repository,
-            capture_output=True,
-            check=True,
-        ).stdout
-        (folder / name).write_bytes(blob)
+    folder = preset_at_revision(PRESET_NAME, SEED0_COMMIT, repository)
     config = json.loads((folder / "config.json").read_text())
     model = keras.saving.deserialize_keras_object(config)
     model.load_weights(folder / "model.weights.h5")
