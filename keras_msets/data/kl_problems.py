@@ -285,7 +285,7 @@ def training_pair(seed, min_size=10, max_size=12_000):
 
 # Seed ranges of the splits: disjoint by construction.
 SPLIT_SEEDS = {
-    "train": (0, 4000),
+    "train": (0, 8000),
     "validation": (100_000, 100_800),
     "test": (200_000, 200_400),
 }

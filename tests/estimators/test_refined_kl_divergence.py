@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from keras_msets import estimators
+from keras_msets.stats.classical import knn_kl_divergence
 
 PRESET = "knn_refined_kl_divergence"
 
@@ -63,12 +64,18 @@ def test_one_monotone_map_of_both_sets_keeps_the_answer_close():
 
 
 def test_known_answer_within_tolerance_and_interval():
-    # Exact KL = 0.5 nats; k-NN KL on this sample gives 0.359 (k = 1)
-    # and 0.328 (k = 3); the preset is asked to be within 0.1.
-    x, y, truth = _shifted_pair(1000, 800, 4, 1.0, seed=5)
-    estimate = _kl(x, y, interval=0.9)
-    assert estimate.value == pytest.approx(truth, abs=0.1)
-    assert estimate.low <= truth <= estimate.high
+    # Exact KL = 0.5 nats; over three samples the preset's mean error is
+    # asked to be within 0.1 and below that of k-NN KL (k = 3), and each
+    # 90 % interval to hold the truth.
+    errors, knn_errors = [], []
+    for seed in (5, 6, 7):
+        x, y, truth = _shifted_pair(1000, 800, 4, 1.0, seed=seed)
+        estimate = _kl(x, y, interval=0.9)
+        assert estimate.low <= truth <= estimate.high
+        errors.append(abs(estimate.value - truth))
+        knn_errors.append(abs(knn_kl_divergence(x, y, k=3) - truth))
+    assert np.mean(errors) < 0.1
+    assert np.mean(errors) < np.mean(knn_errors)
 
 
 def test_two_samples_of_one_distribution_give_about_zero():
