@@ -29,7 +29,10 @@ the segments written out independently in the plain code; its inference
 is the root network of Sec. 11; the FEN row also times the step in which
 Keras's `call` runs the root network and the objective then every
 segment again (`ours_two_pass_train`), the before/after of the model's
-single training pass. Besides the outputs, the first training
+single training pass. With `--jit-variant` every row also times our
+model compiled with `jit_compile=True` (`ours_jit_*`; on torch Keras
+wraps its steps in `torch.compile`), the same weights, its first call
+(compilation) untimed and stored. Besides the outputs, the first training
 step's losses of both sides are checked to agree (same weights).
 
 The plain attention is the framework's fused kernel
@@ -877,7 +880,23 @@ def _chooses_plain_kernel(case, n):
     )
 
 
-def run_case(case, n, warmup, repeats, seed=0):
+def _jit_twin(model, case, n, dim, heads, x, target):
+    """`model` rebuilt with the same weights, compiled with `jit_compile`.
+
+    On torch Keras then wraps its train and predict steps in
+    `torch.compile`; the first calls (compilation) run here, untimed.
+    """
+    layer, _ = build_ours(case, dim, heads)
+    twin = _ours_model(layer, case, n, dim)
+    twin.set_weights(model.get_weights())
+    twin.compile(keras.optimizers.Adam(1e-3), "mse", jit_compile=True)
+    start = time.perf_counter()
+    twin.train_on_batch(x, target)
+    twin.predict_on_batch(x)
+    return twin, time.perf_counter() - start
+
+
+def run_case(case, n, warmup, repeats, seed=0, jit_variant=False):
     _, batch, dim, heads = CASES[case]
     keras.utils.set_random_seed(seed)
     rng = np.random.default_rng(seed)
@@ -918,6 +937,11 @@ def run_case(case, n, warmup, repeats, seed=0):
             f"{case} n={n}: training losses {ours_loss:.6g} (ours) and "
             f"{plain_loss:.6g} (plain) differ"
         )
+    twin, jit_first_seconds = None, None
+    if jit_variant:
+        twin, jit_first_seconds = _jit_twin(
+            model, case, n, dim, heads, x, target
+        )
     load_before = os.getloadavg()
     kernel_choice = _chooses_plain_kernel(case, n)
     steps = {
@@ -936,6 +960,12 @@ def run_case(case, n, warmup, repeats, seed=0):
         if kernel_choice:
             # The same model with Keras's kernel choice (always fused).
             fns[f"ours_fused_{step}"] = _fused_only(ours)
+        if twin is not None:
+            fns[f"ours_jit_{step}"] = (
+                functools.partial(twin.train_on_batch, x, target)
+                if step == "train"
+                else functools.partial(twin.predict_on_batch, x)
+            )
         if case == "FEN" and step == "train":
             fns["ours_two_pass_train"] = functools.partial(
                 fen_two_pass(model).train_on_batch, x, target
@@ -960,6 +990,12 @@ def run_case(case, n, warmup, repeats, seed=0):
         "ours_train_flops_per_s": flops / times["ours_train"],
         "plain_train_flops_per_s": flops / times["plain_train"],
     }
+    if twin is not None:
+        row["jit_first_call_seconds"] = round(jit_first_seconds, 3)
+        for step in ("train", "infer"):
+            row[f"jit_{step}_ratio"] = round(
+                times[f"ours_jit_{step}"] / times[f"plain_{step}"], 3
+            )
     if case == "FEN":
         row["two_pass_train_ratio"] = round(
             times["ours_two_pass_train"] / times["plain_train"], 3
@@ -984,6 +1020,12 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", help="write the results (JSON) here")
+    parser.add_argument(
+        "--jit-variant",
+        action="store_true",
+        help="also time our model compiled with jit_compile=True "
+        "(torch.compile on torch; ours_jit_*)",
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -1020,7 +1062,9 @@ def main(argv=None):
         for n in sizes:
             if args.max_n is not None and n > args.max_n:
                 continue
-            row = run_case(case, n, args.warmup, args.repeats)
+            row = run_case(
+                case, n, args.warmup, args.repeats, jit_variant=args.jit_variant
+            )
             # The matrix-product rate right after the row, under its load.
             row["gemm_flops_per_s"] = gemm_rate()
             row["train_fraction_of_gemm"] = round(
@@ -1028,8 +1072,14 @@ def main(argv=None):
             )
             result["rows"].append(row)
             fused = ""
+            if "jit_train_ratio" in row:
+                fused += (
+                    f"  (jit_compile: train {row['jit_train_ratio']:.2f}, "
+                    f"infer {row['jit_infer_ratio']:.2f}, first call "
+                    f"{row['jit_first_call_seconds']:.0f} s)"
+                )
             if "two_pass_train_ratio" in row:
-                fused = (
+                fused += (
                     "  (root pass, then every segment again: train "
                     f"{row['two_pass_train_ratio']:.2f})"
                 )

@@ -300,18 +300,21 @@ def accurate_phase(x):
     if not _float64_available():
         real, imag = complex_split(x)
         return hi, _refine_phase_jax(real, imag, hi)
-    # The rest of the angle in float64: with `r = |z|`, `sin(theta - hi) =
-    # (im cos(hi) - re sin(hi)) / r`, and `theta - hi` is below an ulp of
-    # `hi`, where `sin(t) = t` to 1e-21 rad. (Keras' PyTorch `arctan2`
-    # computes float64 inputs in float32, so the angle itself is not
-    # taken in float64.) The origin and infinite parts get `lo = 0`, as
-    # on JAX.
-    real, imag = complex_split(ops.cast(x, "float64"))
-    hi64 = ops.cast(hi, "float64")
-    radius = ops.sqrt(real * real + imag * imag)
-    safe = ops.where(ops.greater(radius, 0), radius, ops.ones_like(radius))
-    lo = (imag * ops.cos(hi64) - real * ops.sin(hi64)) / safe
+    # The rest of the angle in float64: rotating `z` by `-hi` gives
+    # `r (cos(theta - hi), sin(theta - hi))` = `(re cos(hi) + im sin(hi),
+    # im cos(hi) - re sin(hi))`, and `theta - hi` is below an ulp of `hi`,
+    # where `tan(t) = t` to 1e-21 rad: `lo` is the quotient of the two
+    # parts (no square root, and no range beyond float64's). (Keras'
+    # PyTorch `arctan2` computes float64 inputs in float32, so the angle
+    # itself is not taken in float64.) `lo` carries no gradient, so the
+    # float64 arithmetic runs on constants (no autodiff bookkeeping). The
+    # origin and infinite parts get `lo = 0`, as on JAX.
+    real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
+    hi64 = ops.cast(ops.stop_gradient(hi), "float64")
+    cos, sin = ops.cos(hi64), ops.sin(hi64)
+    along = real * cos + imag * sin
+    across = imag * cos - real * sin
+    safe = ops.where(ops.greater(along, 0), along, ops.ones_like(along))
+    lo = ops.cast(across / safe, dtype)
     lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
-    # Only the rounding of `hi`: no gradient (that of `hi` is exact).
-    lo = ops.stop_gradient(ops.cast(lo, dtype))
     return hi, lo

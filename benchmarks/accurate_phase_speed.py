@@ -1,0 +1,214 @@
+"""`accurate_phase` and the `ComplexMultiplicationPooling` step, two ways.
+
+`keras_msets.ops.accurate_phase` returns every angle as a float32 pair
+`hi + lo`, `lo` computed in float64 on TensorFlow and PyTorch. This script
+times that computation against the formula it replaced (kept below as
+`previous_accurate_phase`: the residual `(im cos hi - re sin hi) / |z|`
+with a float64 square root, on tensors that carry the gradient), both in
+the same run and interleaved (each repeat runs every variant in turn),
+medians of `--repeats` after one warm-up:
+
+- `phase`: `accurate_phase` alone, forward and backward of `sum(hi + lo)`
+  on `[batch, n, 2 d]` (batch 32, d = 64);
+- `pooling`: a training step (`train_on_batch`, Adam, MSE) of the `CMP`
+  case of `benchmarks/speed_vs_plain.py`: `Dense(3 d)` of 32 features,
+  then `ComplexMultiplicationPooling(use_initial_weights=True)`, with the
+  layer's `accurate_phase` swapped for each variant.
+
+Both variants' angles `hi + lo` are compared in float64 with numpy's
+`arctan2` of the same inputs (`max_error_*`). The load average is stored
+before and after every row.
+
+    OMP_NUM_THREADS=1 KERAS_BACKEND=torch nice -n 10 \\
+        python benchmarks/accurate_phase_speed.py \\
+        --output benchmarks/results/accurate_phase_speed_torch.json
+"""
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_msets import layers
+from keras_msets.layers import complex_multiplication_pooling as pooling
+from keras_msets.ops import phase as phase_ops
+from keras_msets.ops.complex import complex_phase
+from keras_msets.ops.complex import complex_split
+
+BATCH, STATES, FEATURES = 32, 64, 32
+
+
+def previous_accurate_phase(x):
+    """`accurate_phase` as computed before: float64 radius, with autodiff."""
+    x = ops.convert_to_tensor(x)
+    dtype = phase_ops._accumulation_dtype(x)
+    x = ops.cast(x, dtype)
+    hi = complex_phase(x)
+    real, imag = complex_split(ops.cast(x, "float64"))
+    hi64 = ops.cast(hi, "float64")
+    radius = ops.sqrt(real * real + imag * imag)
+    safe = ops.where(ops.greater(radius, 0), radius, ops.ones_like(radius))
+    lo = (imag * ops.cos(hi64) - real * ops.sin(hi64)) / safe
+    lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
+    lo = ops.stop_gradient(ops.cast(lo, dtype))
+    return hi, lo
+
+
+VARIANTS = {
+    "current": phase_ops.accurate_phase,
+    "previous": previous_accurate_phase,
+}
+
+
+def _phase_step(fn, x):
+    """Forward and backward of `sum(hi + lo)` (backend autodiff)."""
+    backend = keras.backend.backend()
+    if backend == "torch":
+        import torch
+
+        tensor = torch.tensor(x, requires_grad=True)
+
+        def step():
+            hi, lo = fn(tensor)
+            (hi + lo).sum().backward()
+            tensor.grad = None
+
+        return step
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tensor = tf.constant(x)
+
+        def step():
+            with tf.GradientTape() as tape:
+                tape.watch(tensor)
+                hi, lo = fn(tensor)
+                total = tf.reduce_sum(hi + lo)
+            tape.gradient(total, tensor).numpy()
+
+        return step
+    raise ValueError(
+        "run with KERAS_BACKEND=torch or tensorflow (JAX takes its float32 "
+        f"refinement, unchanged). Received: {backend}"
+    )
+
+
+def _pooling_step(fn, n, rng):
+    """One `train_on_batch` of Dense + pooling with `fn` as the phase."""
+    inputs = keras.Input((n, FEATURES))
+    hidden = keras.layers.Dense(3 * STATES)(inputs)
+    outputs = layers.ComplexMultiplicationPooling(use_initial_weights=True)(
+        hidden
+    )
+    model = keras.Model(inputs, outputs)
+    model.compile(keras.optimizers.Adam(1e-3), "mse")
+    x = rng.normal(size=(BATCH, n, FEATURES)).astype("float32")
+    y = np.zeros((BATCH, 3 * STATES), "float32")
+
+    def step():
+        saved = pooling.msets_ops.accurate_phase
+        pooling.msets_ops.accurate_phase = fn
+        try:
+            model.train_on_batch(x, y)
+        finally:
+            pooling.msets_ops.accurate_phase = saved
+
+    return step
+
+
+def _max_error(fn, x):
+    hi, lo = fn(ops.convert_to_tensor(x))
+    total = ops.convert_to_numpy(hi).astype("float64")
+    total = total + ops.convert_to_numpy(lo).astype("float64")
+    real, imag = np.split(x.astype("float64"), 2, axis=-1)
+    return float(np.max(np.abs(total - np.arctan2(imag, real))))
+
+
+def _medians(steps, repeats):
+    for step in steps.values():
+        step()  # warm-up (tracing, first allocations)
+    times = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def run_row(kind, n, repeats, rng):
+    x = rng.normal(size=(BATCH, n, 2 * STATES)).astype("float32")
+    if kind == "phase":
+        steps = {name: _phase_step(fn, x) for name, fn in VARIANTS.items()}
+    else:
+        steps = {
+            name: _pooling_step(fn, n, np.random.default_rng(0))
+            for name, fn in VARIANTS.items()
+        }
+    load_before = os.getloadavg()
+    times = _medians(steps, repeats)
+    row = {
+        "kind": kind,
+        "n": n,
+        "batch": BATCH,
+        "states": STATES,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        **{f"ms_{name}": 1e3 * t for name, t in times.items()},
+        "ratio_current_over_previous": times["current"] / times["previous"],
+    }
+    if kind == "phase":
+        for name, fn in VARIANTS.items():
+            row[f"max_error_{name}"] = _max_error(fn, x)
+    return row
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.repeats < 1 or min(args.sizes) < 1:
+        parser.error(
+            "--repeats and --sizes must be positive integers. Received: "
+            f"repeats={args.repeats}, sizes={args.sizes}"
+        )
+    backend = keras.backend.backend()
+    if backend == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    result = {
+        "backend": backend,
+        "keras": keras.__version__,
+        "cpu_count": os.cpu_count(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "repeats": args.repeats,
+        "rows": [],
+    }
+    for kind in ("phase", "pooling"):
+        for n in args.sizes:
+            row = run_row(kind, n, args.repeats, rng)
+            result["rows"].append(row)
+            print(
+                f"{kind:8s} n={n:6d}  current {row['ms_current']:.1f} ms, "
+                f"previous {row['ms_previous']:.1f} ms, ratio "
+                f"{row['ratio_current_over_previous']:.2f}",
+                flush=True,
+            )
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()
