@@ -71,54 +71,40 @@ training data: see `keras_msets.estimators` (the package docstring).
 
 import os
 
-import numpy as np
-
 from keras_msets.estimators import refined
 
 # The pieces of the estimators live in routing (presets and their specs),
-# inputs (checks, batching, the cached models) and out_of_distribution
-# (warnings, the tail check); their names stay importable from here.
+# inputs (checks, batching, the cached models), out_of_distribution
+# (warnings, the tail check), multiset (the Multi-Set Transformer path)
+# and refined (the presets over statistics); their names stay importable
+# from here.
 from keras_msets.estimators.inputs import _MODEL_LOCK  # noqa: F401
-from keras_msets.estimators.inputs import _PAD_MULTIPLE
 from keras_msets.estimators.inputs import MIN_EXTRA_POINTS
-from keras_msets.estimators.inputs import _as_sets
-from keras_msets.estimators.inputs import _check_pairs
-from keras_msets.estimators.inputs import _pad
 from keras_msets.estimators.inputs import _positive_int
-from keras_msets.estimators.inputs import _rescaled
-from keras_msets.estimators.inputs import _resolve_model
-from keras_msets.estimators.inputs import _round_up
 from keras_msets.estimators.inputs import load_estimator
 from keras_msets.estimators.inputs import predict_prepared
+from keras_msets.estimators.multiset import by_dimension
+from keras_msets.estimators.multiset import estimate_pairs
+from keras_msets.estimators.multiset import specialist_spec
 from keras_msets.estimators.out_of_distribution import OUT_OF_DISTRIBUTION
 from keras_msets.estimators.out_of_distribution import SKILL_MARGIN
 from keras_msets.estimators.out_of_distribution import TAIL_THRESHOLDS_PATH
-from keras_msets.estimators.out_of_distribution import (
-    _check_out_of_distribution,
-)
-from keras_msets.estimators.out_of_distribution import _heavy_tails
-from keras_msets.estimators.out_of_distribution import _warn_set_size
-from keras_msets.estimators.out_of_distribution import _warn_unlearned
 from keras_msets.estimators.out_of_distribution import tail_thresholds
 from keras_msets.estimators.out_of_distribution import unlearned_dims
 from keras_msets.estimators.routing import SPECS
 from keras_msets.estimators.routing import EstimatorSpec
 from keras_msets.estimators.routing import _model_spec  # noqa: F401
-from keras_msets.estimators.routing import _spans_text
 from keras_msets.estimators.routing import _spec_for
 from keras_msets.estimators.routing import installed_specs
 from keras_msets.estimators.routing import preset_spec
 from keras_msets.estimators.routing import route_spans
 from keras_msets.estimators.two_sample import SPECIALIST
 from keras_msets.estimators.two_sample import reads_statistics
-from keras_msets.estimators.two_sample import statistics_probability
 
 # The preprocessing lives in keras_msets.stats (numpy only, below the
 # models); its names stay importable from here.
-from keras_msets.stats.preprocessing import JOINT_PERMUTATION_SEED
 from keras_msets.stats.preprocessing import joint_and_product_sets
 from keras_msets.stats.preprocessing import orient_to_x
-from keras_msets.stats.preprocessing import preprocess
 from keras_msets.stats.preprocessing import standardize_pairs
 from keras_msets.stats.preprocessing import tail_statistic
 from keras_msets.stats.preprocessing import whiten_pairs
@@ -154,105 +140,6 @@ __all__ = [
 # 1,000 test pairs per d, 8 instead of 1 lowers the error from 0.082 to
 # 0.066 at d = 2 and from 0.120 to 0.094 at d = 4: benchmarks/RESULTS.md).
 JOINT_PERMUTATIONS = 8
-
-
-def _estimate(
-    estimator,
-    spec,
-    x,
-    y,
-    model,
-    batch_size,
-    clip=True,
-    permutations=1,
-    out_of_distribution="fallback",
-):
-    """`estimator`'s answers for the pairs `x`, `y` through `model` (None:
-    `spec.preset`), prepared as `spec` says."""
-    batch_size = _positive_int(batch_size, "batch_size")
-    permutations = _positive_int(permutations, "permutations")
-    policy = _check_out_of_distribution(out_of_distribution, estimator)
-    if (
-        estimator == "same_distribution_probability"
-        and spec.preprocessing == "statistics"
-    ):
-        # A model over two-sample statistics (`estimators.two_sample`).
-        return statistics_probability(spec, x, y, model)
-    x_sets, x_single = _as_sets(x, "x")
-    y_sets, y_single = _as_sets(y, "y")
-    if x_single != y_single:
-        raise ValueError(
-            "`x` and `y` must both be one set ([num_points, d]) or both a "
-            "batch of sets."
-        )
-    preset = spec.preset if model is None else model
-    is_preset = isinstance(preset, (str, os.PathLike))
-    model, allowed_dims = _resolve_model(model, spec)
-    _check_pairs(spec, x_sets, y_sets, allowed_dims, estimator)
-    sizes = [len(s) for s in x_sets + y_sets]
-    _warn_set_size(spec, sizes, estimator, measured=is_preset, stacklevel=3)
-    if is_preset:
-        dims = {s.shape[1] for s in x_sets}
-        _warn_unlearned(preset, dims, stacklevel=3)
-    thresholds = tail_thresholds(preset) if is_preset else None
-    pairs = [_rescaled(a, b) for a, b in zip(x_sets, y_sets, strict=True)]
-    x_sets = [a for a, _ in pairs]
-    y_sets = [b for _, b in pairs]
-    if spec.paired and not spec.joint:
-        # The split reading: y -> -y (per coordinate) leaves the mutual
-        # information unchanged; the model sees y oriented by x.
-        y_sets = [
-            orient_to_x(a, b) for a, b in zip(x_sets, y_sets, strict=True)
-        ]
-    originals = (x_sets, y_sets)
-    num_pairs, repeats = len(x_sets), permutations if spec.joint else 1
-    if spec.joint:
-        # Each pair `repeats` times, with permutations of seeds 0, 1, ...
-        # (after JOINT_PERMUTATION_SEED); the answers are averaged below.
-        readings = [
-            joint_and_product_sets(
-                x_sets, y_sets, seed=JOINT_PERMUTATION_SEED + k
-            )
-            for k in range(repeats)
-        ]
-        x_sets = [s for joint, _ in readings for s in joint]
-        y_sets = [s for _, product in readings for s in product]
-    # Pairs of one dimension go through the model together.
-    out = np.zeros(len(x_sets))
-    heavy = {}
-    dims = np.array([s.shape[1] for s in x_sets])
-    for d in np.unique(dims):
-        (chosen,) = np.nonzero(dims == d)
-        for start in range(0, len(chosen), batch_size):
-            part = chosen[start : start + batch_size]
-            xs = [x_sets[i] for i in part]
-            ys = [y_sets[i] for i in part]
-            width_x = _round_up(max(len(s) for s in xs), _PAD_MULTIPLE)
-            width_y = _round_up(max(len(s) for s in ys), _PAD_MULTIPLE)
-            px, mx = _pad(xs, width_x)
-            py, my = _pad(ys, width_y)
-            wx, wy = preprocess(spec, px, py, mx, my)
-            if thresholds is not None and int(d) in thresholds:
-                statistic = tail_statistic(wx, wy, mx, my)
-                for i, value in zip(part, statistic, strict=True):
-                    if value > thresholds[int(d)]:
-                        pair = int(i) % num_pairs
-                        old = heavy.get(pair, (0.0, 0.0))[0]
-                        heavy[pair] = (max(value, old), thresholds[int(d)])
-            out[part] = predict_prepared(model, wx, wy, mx, my)
-            if spec.symmetric:
-                wy, wx = preprocess(spec, py, px, my, mx)
-                swapped = predict_prepared(model, wy, wx, my, mx)
-                out[part] = 0.5 * (out[part] + swapped)
-    out = out.reshape(repeats, num_pairs).mean(axis=0)
-    if heavy:
-        for i, value in _heavy_tails(
-            estimator, preset, *originals, heavy, policy
-        ).items():
-            out[i] = value
-    if clip and estimator != "same_distribution_probability":
-        out = np.maximum(out, 0.0)
-    return float(out[0]) if x_single else out
 
 
 def kl_divergence(
@@ -336,103 +223,25 @@ def kl_divergence(
     >>> keras_msets.estimators.kl_divergence(x, y, interval=0.9)
     >>> # exact value: 1.0
     """
-    if _reads_statistics("kl_divergence", model):
-        preset = model
-        if preset is None:
-            preset = refined.default_statistics_preset("kl_divergence")
-        return refined.statistics_estimates(
-            "kl_divergence",
-            preset,
-            x,
-            y,
-            interval=interval,
-            out_of_distribution=out_of_distribution,
-        )
-    if interval is not None:
-        raise ValueError(
-            "`interval` is given by the presets that return quantiles "
-            "(`knn_refined_kl_divergence`, the default), not by the "
-            "Multi-Set Transformers or a keras.Model. Received: "
-            f"interval={interval!r} with model={model!r}"
-        )
+    answer = refined.route_statistics(
+        "kl_divergence", model, x, y, interval, out_of_distribution
+    )
+    if answer is not None:
+        return answer
     options = {"out_of_distribution": out_of_distribution}
     if model is None:
-        return _by_dimension("kl_divergence", x, y, batch_size, **options)
+        return by_dimension("kl_divergence", x, y, batch_size, **options)
     if isinstance(model, (str, os.PathLike)):
         spec = _spec_for("kl_divergence", model)
     else:
         # A keras.Model: read as the Multi-Set Transformer preset.
-        spec = _specialist_spec(False, "kl_divergence")
-    return _estimate("kl_divergence", spec, x, y, model, batch_size, **options)
-
-
-def _reads_statistics(estimator, model):
-    """Whether `model` (None: the default preset of `estimator`) is a
-    preset over statistics (`keras_msets.estimators.refined`)."""
-    if model is None:
-        return refined.default_statistics_preset(estimator) is not None
-    if isinstance(model, (str, os.PathLike)):
-        return refined.is_statistics_preset(model)
-    return False
-
-
-def _specialist_spec(joint, estimator="mutual_information"):
-    """The spec of the installed Multi-Set Transformer preset of
-    `estimator` that reads the `joint` (or split) samples and serves the
-    highest `d` (what a `keras.Model` given as `model` is read as)."""
-    specs = [
-        spec
-        for spec in installed_specs().values()
-        if spec.estimator == estimator
-        and spec.preprocessing != "statistics"
-        and spec.joint == joint
-    ]
-    if not specs:
-        raise ValueError(
-            "No installed Multi-Set Transformer preset reads the "
-            f"{'joint' if joint else 'split'} samples for "
-            f"`{estimator}`; name a preset as `model`."
-        )
-    return max(specs, key=lambda spec: spec.dims[1])
+        spec = specialist_spec(False, "kl_divergence")
+    return estimate_pairs(
+        "kl_divergence", spec, x, y, model, batch_size, **options
+    )
 
 
 MI_MODES = ("split", "joint")
-
-
-def _by_dimension(estimator, x, y, batch_size, joint=None, **options):
-    """The default: each pair to the preset that serves its `d`
-    (`route_spans`); `options` go to `_estimate`."""
-    spans = route_spans(estimator, joint=joint)
-    x_sets, x_single = _as_sets(x, "x")
-    y_sets, y_single = _as_sets(y, "y")
-    if x_single != y_single or len(x_sets) != len(y_sets):
-        # The usual errors.
-        spec = preset_spec(spans[-1][0])
-        return _estimate(estimator, spec, x, y, None, batch_size, **options)
-    low, high = spans[0][1], spans[-1][2]
-    dims = np.array([s.shape[1] for s in x_sets])
-    for i, d in enumerate(dims):
-        if not any(first <= d <= last for _, first, last in spans):
-            where = f" (pair {i})" if len(x_sets) > 1 else ""
-            supported = f"d = {low}" if low == high else f"d = {low}..{high}"
-            raise ValueError(
-                f"`{estimator}` supports {supported} ({_spans_text(spans)})"
-                f". Received: d={d}{where}"
-            )
-    out = np.zeros(len(x_sets))
-    for name, first, last in spans:
-        (part,) = np.nonzero((dims >= first) & (dims <= last))
-        if len(part):
-            out[part] = _estimate(
-                estimator,
-                preset_spec(name),
-                [x_sets[i] for i in part],
-                [y_sets[i] for i in part],
-                None,
-                batch_size,
-                **options,
-            )
-    return float(out[0]) if x_single else out
 
 
 def mutual_information(
@@ -524,25 +333,17 @@ def mutual_information(
     >>> y = x + rng.normal(size=(1000, 2))  # exact: log 2 = 0.693
     >>> keras_msets.estimators.mutual_information(x, y, interval=0.9)
     """
-    if mode is None and _reads_statistics("mutual_information", model):
-        preset = model
-        if preset is None:
-            preset = refined.default_statistics_preset("mutual_information")
-        return refined.statistics_estimates(
-            "mutual_information",
-            preset,
-            x,
-            y,
-            interval=interval,
-            out_of_distribution=out_of_distribution,
-        )
-    if interval is not None:
-        raise ValueError(
-            "`interval` is given by the presets that return quantiles "
-            "(`knn_refined_mutual_information`, the default), not by the "
-            "Multi-Set Transformers or a keras.Model. Received: "
-            f"interval={interval!r} with model={model!r}, mode={mode!r}"
-        )
+    answer = refined.route_statistics(
+        "mutual_information",
+        model,
+        x,
+        y,
+        interval,
+        out_of_distribution,
+        mode=mode,
+    )
+    if answer is not None:
+        return answer
     if mode is not None and mode not in MI_MODES:
         raise ValueError(
             f"`mode` must be None or one of {MI_MODES}. Received: mode={mode!r}"
@@ -552,7 +353,7 @@ def mutual_information(
     permutations = _positive_int(permutations, "permutations")
     joint = None if mode is None else mode == "joint"
     if model is None and mode is None:
-        return _by_dimension(
+        return by_dimension(
             "mutual_information",
             x,
             y,
@@ -563,10 +364,10 @@ def mutual_information(
     if model is None or not isinstance(model, (str, os.PathLike)):
         # One reading asked for, or a keras.Model: the Multi-Set
         # Transformer preset of that reading.
-        spec = _specialist_spec(bool(joint))
+        spec = specialist_spec(bool(joint))
     else:
         spec = _spec_for("mutual_information", model, joint)
-    return _estimate(
+    return estimate_pairs(
         "mutual_information",
         spec,
         x,
@@ -629,11 +430,11 @@ def same_distribution_probability(
     estimator = "same_distribution_probability"
     options = {"out_of_distribution": out_of_distribution}
     if model is None:
-        return _by_dimension(estimator, x, y, batch_size, **options)
+        return by_dimension(estimator, x, y, batch_size, **options)
     if isinstance(model, (str, os.PathLike)) or reads_statistics(model):
         spec = _spec_for(estimator, model)
     else:
         # A Multi-Set Transformer of one's own reads the sets as the d = 8
         # specialist does.
         spec = preset_spec(SPECIALIST)
-    return _estimate(estimator, spec, x, y, model, batch_size, **options)
+    return estimate_pairs(estimator, spec, x, y, model, batch_size, **options)

@@ -156,6 +156,53 @@ def default_statistics_preset(estimator):
     return _cached_default(estimator, _presets_stamp())
 
 
+def reads_statistics(estimator, model):
+    """Whether `model` (None: the default preset of `estimator`) is a
+    preset over statistics."""
+    if model is None:
+        return default_statistics_preset(estimator) is not None
+    if isinstance(model, (str, os.PathLike)):
+        return is_statistics_preset(model)
+    return False
+
+
+def route_statistics(
+    estimator, model, x, y, interval, out_of_distribution, **received
+):
+    """`statistics_estimates` through `model` (None: the default preset
+    of `estimator`) if it is a preset over statistics, else None.
+
+    `received` are the public arguments that select another kind of model
+    (`mode=` of `mutual_information`): given, they rule out the
+    statistics presets. Returns None (a Multi-Set Transformer or a
+    `keras.Model` answers) only when `interval` is None: an interval
+    comes from the quantiles of a statistics preset only.
+    """
+    chosen = {k: v for k, v in received.items() if v is not None}
+    if not chosen and reads_statistics(estimator, model):
+        if model is None:
+            model = default_statistics_preset(estimator)
+        return statistics_estimates(
+            estimator,
+            model,
+            x,
+            y,
+            interval=interval,
+            out_of_distribution=out_of_distribution,
+        )
+    if interval is not None:
+        default = default_statistics_preset(estimator)
+        default = f" (`{default}`, the default)" if default else ""
+        others = "".join(f", {k}={v!r}" for k, v in received.items())
+        raise ValueError(
+            "`interval` is given by the presets that return quantiles"
+            f"{default}, not by the Multi-Set "
+            "Transformers or a keras.Model. Received: "
+            f"interval={interval!r} with model={model!r}{others}"
+        )
+    return None
+
+
 def _serves(preset):
     serves = _serves_of(preset)
     module = importlib.import_module(serves["statistics"])

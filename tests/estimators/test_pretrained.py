@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from keras_msets import zoo
+from keras_msets.estimators import multiset
 from keras_msets.estimators import pretrained
 from keras_msets.estimators.pretrained import kl_divergence
 from keras_msets.estimators.pretrained import mutual_information
@@ -85,7 +86,7 @@ def _estimator(key):
 
 
 def _estimate(key, x, y, model, batch_size=64, **options):
-    return pretrained._estimate(
+    return multiset.estimate_pairs(
         _estimator(key), _spec(key), x, y, model, batch_size, **options
     )
 
