@@ -28,12 +28,18 @@ import keras  # noqa: E402
 from estimator_bench import problems as problem_sets  # noqa: E402
 from estimator_bench import runner  # noqa: E402
 
+from keras_msets.data import two_sample_problems  # noqa: E402
 from keras_msets.models import QuantileRegressor  # noqa: E402
 from keras_msets.stats import two_sample_statistics as ts  # noqa: E402
 from keras_msets.training.tasks import two_sample_statistics as task  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 OUT = RESULTS / "two_sample_statistics" / "design.json"
+EXTENDED = RESULTS / "two_sample_statistics" / "design_extended.json"
+# More seeds of the benchmark's problems for the choices (the reported
+# table uses seeds 2-4 only).
+EXTRA_DEV_SEEDS = tuple(range(10, 20))
+OFFSETS = (-0.5, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 SIZES = (50, 150, 1000)
 CANDIDATES = {
     "mlp_16": (16,),
@@ -42,9 +48,12 @@ CANDIDATES = {
 }
 
 
-def benchmark_rows(seeds):
+def benchmark_rows(seeds, mmd_here=False):
     """Features, p-values and labels of the benchmark's two-sample pairs
-    for `seeds`, and the MMD test's decisions from the benchmark cache."""
+    for `seeds`, and the MMD test's p-values (from the benchmark cache,
+    or computed here as the benchmark computes them with `mmd_here`)."""
+    from keras_msets.stats import two_sample_tests
+
     rows = []
     root = RESULTS / "estimator_benchmark"
     for problem in problem_sets.two_sample_problems():
@@ -53,6 +62,12 @@ def benchmark_rows(seeds):
             for seed in seeds:
                 x, y, x2, z = problem.sample(n, seed)
                 mmd = cell["seeds"].get(str(seed), {}).get("mmd")
+                if mmd_here:
+                    test = two_sample_tests.mmd_permutation_test
+                    mmd = {
+                        "same": test(x, y, seed=seed).p_value,
+                        "different": test(x2, z, seed=seed).p_value,
+                    }
                 for (a, b), same in (((x, y), True), ((x2, z), False)):
                     scores = ts.two_sample_scores(a, b)
                     rows.append(
@@ -111,12 +126,78 @@ def accuracy_by_n(rows, decide_same):
     return out
 
 
+def extended_rows(path):
+    """`benchmark_rows` of the development seeds and `EXTRA_DEV_SEEDS`
+    (the MMD test run here for the latter), cached in `path`."""
+    if path.exists():
+        return json.loads(path.read_text())
+    rows = benchmark_rows(runner.DEV_SEEDS)
+    rows += benchmark_rows(EXTRA_DEV_SEEDS, mmd_here=True)
+    for row in rows:
+        row["features"] = np.asarray(row["features"]).tolist()
+    path.write_text(json.dumps(rows) + "\n")
+    return rows
+
+
+def offsets_report(rows, probability):
+    """Accuracy by n when the logit is moved by each of `OFFSETS` (a
+    prior odds of one distribution multiplied by `exp(offset)`)."""
+    logit = np.log(probability) - np.log1p(-probability)
+    report = {}
+    for offset in OFFSETS:
+        moved = logit + offset
+        report[f"{offset:g}"] = accuracy_by_n(
+            [dict(r, moved=v) for r, v in zip(rows, moved, strict=True)],
+            lambda r: r["moved"] >= 0,
+        )
+    return report
+
+
+def extended(args):
+    """The shipped model and the family variants on `EXTRA_DEV_SEEDS` and
+    the development seeds, with logit offsets; writes `EXTENDED`."""
+    from keras_msets import zoo
+
+    rows = extended_rows(OUT.parent / "design_rows_dev.json")
+    features = np.array([r["features"] for r in rows], dtype="float32")
+    report = json.loads(EXTENDED.read_text()) if EXTENDED.exists() else {}
+    report["seeds"] = list(runner.DEV_SEEDS) + list(EXTRA_DEV_SEEDS)
+    report["pairs_per_n"] = len(rows) // len(SIZES)
+    report["mmd"] = accuracy_by_n(rows, lambda r: r["mmd_p"] >= 0.05)
+    candidates = {"shipped": zoo.load("two_sample_statistics")}
+    for exponent in args.exponents:
+        name = f"exponent_{exponent:g}"
+        two_sample_problems.STRENGTH_SIZE_EXPONENT = exponent
+        folder = task.default_cache_dir()
+        if exponent != 0.5:  # the shipped family's table is the default
+            folder += f"_e{exponent:g}"
+        train_table = task.feature_table("train", folder, log=print)
+        validation = task.feature_table("validation", folder, log=print)
+        candidates[name] = train((16,), train_table, validation)
+    for name, model in candidates.items():
+        p = np.clip(task.probabilities(model, features), 1e-7, 1 - 1e-7)
+        report[name] = offsets_report(rows, p)
+        print(name, json.dumps(report[name]), flush=True)
+    EXTENDED.write_text(json.dumps(report, indent=1) + "\n")
+    print("mmd", report["mmd"])
+
+
 def main():
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train-chunks", type=int, default=None)
+    parser.add_argument(
+        "--extended",
+        action="store_true",
+        help="the shipped model with logit offsets (and --exponents "
+        "variants) on the development and extra development seeds",
+    )
+    parser.add_argument("--exponents", type=float, nargs="*", default=())
     args = parser.parse_args()
+    if args.extended:
+        extended(args)
+        return
     train_table = task.feature_table("train", chunks=args.train_chunks)
     validation = task.feature_table("validation")
     rows = benchmark_rows(runner.DEV_SEEDS)

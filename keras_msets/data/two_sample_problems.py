@@ -10,7 +10,8 @@ second set comes from a perturbed `Q`. The family is broad on purpose
   two-mode coordinates `a s + sqrt(1 - a^2) z` with a random sign `s`),
   then a random invertible linear map and shift.
 - `Q` (`PERTURBATIONS`), of a strength drawn log-uniformly; for `shift`,
-  `scale` and `correlation` the range is divided by `sqrt(min(n, m))`,
+  `scale` and `correlation` the range is divided by `sqrt(min(n, m))`
+  (`min(n, m) ** STRENGTH_SIZE_EXPONENT`, 0.5 for the preset's data),
   so that at every set size it runs from barely detectable to obvious
   (a fixed range would make most different pairs at large sizes
   obvious and most at small sizes invisible):
@@ -39,6 +40,9 @@ BOTH_MAPS = ("identity", "asinh", "cube", "exp", "normal_cdf", "spiral")
 LATENTS = ("normal", "student", "modes")
 # First entry of the seed sequence of the training pairs.
 TRAINING_SEED = 0x75A3
+# The ranges of the `shift`, `scale` and `correlation` strengths are
+# divided by `min(n, m) ** STRENGTH_SIZE_EXPONENT`.
+STRENGTH_SIZE_EXPONENT = 0.5
 
 
 def _spiral(u):
@@ -166,7 +170,8 @@ def sample_pair(
 def _perturbed(rng, m, dim, latent, parameter, columns, perturbation, size):
     """`m` latent points of `Q` and the perturbation's strength (`size`:
     the smaller set size, which scales the strengths' ranges)."""
-    root = np.sqrt(size)
+    exponent = STRENGTH_SIZE_EXPONENT
+    root = np.sqrt(size) if exponent == 0.5 else size**exponent
     if perturbation == "shift":
         strength = min(3.0, _log_uniform(rng, 0.5, 30.0) / root)
         direction = rng.normal(size=dim)

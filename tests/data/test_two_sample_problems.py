@@ -45,3 +45,23 @@ def test_draws_are_reproducible_from_the_seed():
         problems.sample_pair(
             np.random.default_rng(0), same=False, perturbation="twist"
         )
+
+
+def test_strength_ranges_shrink_with_the_size_exponent(monkeypatch):
+    # Same draws: the strength is the drawn value over min(n, m) ** e.
+    def strength(exponent):
+        monkeypatch.setattr(problems, "STRENGTH_SIZE_EXPONENT", exponent)
+        _, _, _, info = problems.sample_pair(
+            np.random.default_rng(3),
+            n=400,
+            m=400,
+            dim=2,
+            same=False,
+            perturbation="scale",
+        )
+        return info["strength"]
+
+    drawn = strength(0.0)
+    assert drawn < 1.5  # below the cap of the scale strength
+    assert strength(0.5) == pytest.approx(drawn / 20.0)
+    assert strength(0.25) == pytest.approx(drawn / 400**0.25)
