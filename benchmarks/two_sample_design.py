@@ -12,6 +12,18 @@ Held-out seeds are not read here.
     KERAS_BACKEND=torch python benchmarks/two_sample_design.py
 
 Writes `benchmarks/results/two_sample_statistics/design.json`.
+
+`--extended` scores the shipped preset on more development pairs: seeds
+0-1 and `EXTRA_DEV_SEEDS` (10-19) of the same problems, the MMD test run
+on the new seeds as the benchmark runs it (rows cached in
+`design_rows_dev.json`), with its logit moved by each of `OFFSETS`;
+`--exponents 0.25 0.5` adds models trained by `train` on the family with
+strength ranges over `min(n, m) ** e` (`two_sample_problems.
+STRENGTH_SIZE_EXPONENT`; 0.5 is the shipped family; other tables are
+cached beside the default one). Writes `design_extended.json`:
+
+    KERAS_BACKEND=torch python benchmarks/two_sample_design.py \
+        --extended --exponents 0.25 0.5
 """
 
 import json
