@@ -25,6 +25,8 @@ only what is missing), then summarizes:
 
 `--speed` times one pair at n = 1e3, 1e4, 1e5 (d = 1, 5, 16) after a
 first call, on the current backend, into `refined_kl_speed_<backend>.json`.
+`--threads` compares one and two threads for the k-NN queries at n =
+1,000 (d = 5, 16) into `refined_kl_threads.json`.
 """
 
 import argparse
@@ -324,6 +326,38 @@ def speed(root, repeats=3):
         json.dump(out, f, indent=1)
 
 
+def threads(root, repeats=15):
+    """One pair at n = 1,000 (d = 5, 16) with the k-NN queries on one
+    thread and on two, alternating, the best of `repeats` calls each
+    (the ratio survives a loaded machine better than the times)."""
+    from keras_msets import estimators
+    from keras_msets.stats import kl_statistics
+
+    rng = np.random.default_rng(0)
+    parallel = kl_statistics.PARALLEL_POINTS
+    out = {"load": os.getloadavg(), "rows": []}
+    for d in (5, 16):
+        x = rng.normal(size=(1000, d))
+        y = rng.normal(size=(1000, d)) + 0.5
+        times = {1: [], 2: []}
+        for _ in range(repeats):
+            for workers, points in ((1, 10**9), (2, parallel)):
+                kl_statistics.PARALLEL_POINTS = points
+                start = time.perf_counter()
+                estimators.kl_divergence(
+                    x, y, model=est.REFINED_KL, interval=0.9
+                )
+                times[workers].append(time.perf_counter() - start)
+        kl_statistics.PARALLEL_POINTS = parallel
+        row = {"d": d, "n": 1000}
+        row.update({f"seconds_{k}_threads": min(v) for k, v in times.items()})
+        out["rows"].append(row)
+        print(row, flush=True)
+    out["load_after"] = os.getloadavg()
+    with open(root / "refined_kl_threads.json", "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
@@ -341,6 +375,11 @@ def main(argv=None):
     )
     parser.add_argument("--speed", action="store_true")
     parser.add_argument(
+        "--threads",
+        action="store_true",
+        help="one thread against two for the k-NN queries (n = 1,000)",
+    )
+    parser.add_argument(
         "--mst-dev",
         action="store_true",
         help="also run the Multi-Set Transformers on the development seeds",
@@ -349,6 +388,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.speed:
         speed(args.results)
+        return
+    if args.threads:
+        threads(args.results)
         return
     if not args.summary_only:
         run(args.results, args.sizes, args.seeds, rerun=args.rerun)
