@@ -167,8 +167,20 @@ CONFIGS = {"small": SMALL, "paper": PAPER, "tiny": TINY}
 # verse encoder's embeddings are a frozen random projection (256-d) of
 # the hashed bags (`VerseEncoder(fixed_projection=True)`), so the
 # overlap of two verses' ids shows in their vectors from the first step.
+# "shared_ngrams": the same frozen projection, but each id weighted by
+# its inverse document frequency times how evenly the two languages use
+# it (`ngram_weights`, counted on the training books: names, numbers and
+# cognates weigh most, words of one language least), and a LayerNorm
+# after the MLP; the weighted projections are computed once per verse
+# (`Passages.project`), so the models read 256-d verse vectors; batches
+# of 128 pairs (App. B's), as many steps.
 VARIANTS = {
     "projection": {"encoder": "fixed_projection", "embedding_dim": 256},
+    "shared_ngrams": {
+        "encoder": "shared_ngrams",
+        "embedding_dim": 256,
+        "batch_size": 128,
+    },
     "lr_3e-3": {"learning_rate": 3e-3},
     "projection_lr_3e-3": {
         "encoder": "fixed_projection",
@@ -222,6 +234,27 @@ class Passages:
             dtype="int32",
         )
 
+    def project(self, projection, weights):
+        """Replaces each verse's ids by their weighted mean projection.
+
+        `projection`: `[buckets + 1, dim]`; `weights`: `[buckets + 1]`
+        (id 0, the padding, weighs nothing). Sets are then drawn as
+        `[batch, high, dim]` float vectors (padding: zero vectors).
+        """
+        weights = np.asarray(weights, dtype="float64").copy()
+        weights[0] = 0.0
+        for language in ("english", "spanish"):
+            ids = getattr(self, language)
+            vectors = np.zeros((len(ids), projection.shape[1]), "float32")
+            for start in range(0, len(ids), 512):
+                part = ids[start : start + 512]
+                w = weights[part]
+                total = np.maximum(w.sum(-1, keepdims=True), 1e-12)
+                vectors[start : start + 512] = (
+                    np.einsum("vt,vtd->vd", w, projection[part]) / total
+                )
+            setattr(self, language, vectors)
+
     def _start(self, rng, k, avoid=None):
         """A passage of `k` consecutive verses of one book (not `avoid`)."""
         for _ in range(1000):
@@ -240,9 +273,9 @@ class Passages:
         negative kind uniformly from `negatives`. Sets smaller than
         `high` are padded with all-zero verses (masked).
         """
-        width = self.english.shape[1]
-        english = np.zeros((batch_size, high, width), dtype="int32")
-        spanish = np.zeros((batch_size, high, width), dtype="int32")
+        shape = (batch_size, high, self.english.shape[1])
+        english = np.zeros(shape, dtype=self.english.dtype)
+        spanish = np.zeros(shape, dtype=self.spanish.dtype)
         labels = np.zeros((batch_size, 1), dtype="float32")
         for i in range(batch_size):
             k = int(rng.integers(low, high + 1))
@@ -263,6 +296,40 @@ class Passages:
             english[i, :k] = self.english[rng.permutation(verses)]
             spanish[i, :k] = self.spanish[rng.permutation(other)]
         return {"english": english, "spanish": spanish}, labels
+
+
+def ngram_weights(passages, buckets):
+    """`[buckets + 1]`: how much each hashed id says about alignment.
+
+    `log(2 n / (1 + df_en + df_es)) * (1 + min(df_en, df_es)) /
+    (1 + max(df_en, df_es))`, with `df_*` the number of the `n` verses
+    of `passages` (the training books) holding the id in each language:
+    the inverse document frequency times how evenly the two languages use
+    the id. Names, numbers and cognates weigh most, the common words of
+    one language least. Counted on each language alone; the pairing of
+    the verses is not used.
+    """
+    counts = []
+    for ids in (passages.english, passages.spanish):
+        df = np.zeros(buckets + 1)
+        for row in ids:
+            df[np.unique(row[row > 0])] += 1.0
+        counts.append(df)
+    english, spanish = counts
+    idf = np.log(2.0 * len(passages.english) / (1.0 + english + spanish))
+    balance = (1.0 + np.minimum(english, spanish)) / (
+        1.0 + np.maximum(english, spanish)
+    )
+    weights = idf * balance
+    weights[0] = 0.0
+    return weights
+
+
+def random_projection(buckets, dim):
+    """The frozen standard normal projection of the hashed ids (seed 0)."""
+    projection = np.random.default_rng(0).normal(size=(buckets + 1, dim))
+    projection[0] = 0.0
+    return projection
 
 
 # Model -----------------------------------------------------------------------
@@ -327,6 +394,32 @@ class VerseEncoder(keras.layers.Layer):
         return config
 
 
+@keras.saving.register_keras_serializable(package="keras_msets_benchmarks")
+class VerseVectorEncoder(keras.layers.Layer):
+    """Verse vector -> verse encoding: `[..., d]` -> `[..., dim]`.
+
+    `Dense(dim, relu)`, `Dense(dim)`, then a LayerNorm, on vectors made
+    outside the model (`Passages.project`: a frozen projection of the
+    verse's hashed ids); what `VerseEncoder` does after its mean.
+    """
+
+    def __init__(self, dim, **kwargs):
+        super().__init__(**kwargs)
+        self.dim = dim
+        self.hidden = keras.layers.Dense(dim, "relu", name="hidden")
+        self.output_layer = keras.layers.Dense(dim, name="output")
+        self.norm = keras.layers.LayerNormalization(name="norm")
+
+    def call(self, vectors):
+        return self.norm(self.output_layer(self.hidden(vectors)))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.dim,)
+
+    def get_config(self):
+        return dict(super().get_config(), dim=self.dim)
+
+
 class AlignmentModel(keras.Model):
     """Verse encoder on both sets, then a multi-set model, `[batch, 1]`."""
 
@@ -339,19 +432,23 @@ class AlignmentModel(keras.Model):
         sets, masks = [], []
         for key in ("english", "spanish"):
             ids = inputs[key]
-            masks.append(ops.any(ops.greater(ids, 0), axis=-1))
+            # Padded verses are all zero (no id, or a zero vector).
+            masks.append(ops.any(ops.not_equal(ids, 0), axis=-1))
             sets.append(self.encoder(ids))
         return self.set_model({"sets": sets, "masks": masks}, training=training)
 
 
 def build_model(row, config):
-    encoder = VerseEncoder(
-        config["buckets"],
-        config["embedding_dim"],
-        config["verse_dim"],
-        fixed_projection=config.get("encoder") == "fixed_projection",
-        name="verse_encoder",
-    )
+    if config.get("encoder") == "shared_ngrams":
+        encoder = VerseVectorEncoder(config["verse_dim"], name="verse_encoder")
+    else:
+        encoder = VerseEncoder(
+            config["buckets"],
+            config["embedding_dim"],
+            config["verse_dim"],
+            fixed_projection=config.get("encoder") == "fixed_projection",
+            name="verse_encoder",
+        )
     latent = config["latent_dim"]
     set_model = build_multiset_model(
         row,
@@ -497,6 +594,13 @@ def load_data(config, rows=None, books=None):
         split: Passages(rows, names, config["buckets"], config["max_ngrams"])
         for split, names in books.items()
     }
+    if config.get("encoder") == "shared_ngrams":
+        weights = ngram_weights(passages["train"], config["buckets"])
+        projection = random_projection(
+            config["buckets"], config["embedding_dim"]
+        )
+        for part in passages.values():
+            part.project(projection, weights)
     data = {"train": passages["train"]}
     for split in ("dev", "test"):
         for kind in NEGATIVES:
@@ -527,27 +631,29 @@ def overlap_scores(pairs, buckets):
     return (english * spanish).sum(1) / np.maximum(norms, 1.0), labels[:, 0]
 
 
-def _projected_sets(ids, projection, chunk=100):
-    """`[pairs, dim]`: mean over a set's verses of the mean projected id."""
+def _projected_sets(ids, projection, weights=None, chunk=100):
+    """`[pairs, dim]`: mean over a set's verses of the mean projected id
+    (weighted by `weights[id]` when given)."""
     out = []
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
-        present = part > 0
-        count = np.maximum(present.sum(-1, keepdims=True), 1)
-        verses = projection[part].sum(-2) / count
-        valid = present.any(-1)
+        valid = (part > 0).any(-1)
+        w = (part > 0) * (1.0 if weights is None else weights[part])
+        count = np.maximum(w.sum(-1, keepdims=True), 1e-12)
+        verses = (projection[part] * w[..., None]).sum(-2) / count
         total = (verses * valid[..., None]).sum(1)
         out.append(total / np.maximum(valid.sum(1, keepdims=True), 1))
     return np.concatenate(out)
 
 
-def projection_scores(pairs, projection, center):
+def projection_scores(pairs, projection, center, weights=None):
     """Cosine of the two sets' projected means, less `center` (the dev
-    pairs' means): what `VerseEncoder(fixed_projection=True)` hands the
-    set models, read without learning."""
+    pairs' means): what `VerseEncoder(fixed_projection=True)` (or, with
+    `weights`, the "shared_ngrams" variant) hands the set models, read
+    without learning."""
     inputs, labels = pairs
     sets = [
-        _projected_sets(inputs[key], projection) - center[key]
+        _projected_sets(inputs[key], projection, weights) - center[key]
         for key in ("english", "spanish")
     ]
     norms = np.linalg.norm(sets[0], axis=1) * np.linalg.norm(sets[1], axis=1)
@@ -562,28 +668,30 @@ def overlap_reference(data, config, projection_dim=256):
     task the shared hashed words and 3-grams (names, cognates) alone
     decide. `projection_<kind>`: the same with the cosine of the two
     sets' mean fixed random projections (`projection_dim`, centred by
-    the dev pairs' means), the input of the "projection" variant.
+    the dev pairs' means), the input of the "projection" variant;
+    `weighted_projection_<kind>`: the same with the ids weighted by
+    `ngram_weights` (counted on the training books), the input of the
+    "shared_ngrams" variant.
     """
-    projection = np.random.default_rng(0).normal(
-        size=(config["buckets"] + 1, projection_dim)
-    )
-    projection[0] = 0.0
+    projection = random_projection(config["buckets"], projection_dim)
+    weights = ngram_weights(data["train"], config["buckets"])
     reference = {}
     for kind in NEGATIVES:
         dev_pairs = data[f"dev_{kind}"]
-        center = {
-            key: _projected_sets(dev_pairs[0][key], projection).mean(0)
-            for key in ("english", "spanish")
-        }
         test_pairs = data[f"test_{kind}"]
         reference[kind] = _thresholded(
             overlap_scores(dev_pairs, config["buckets"]),
             overlap_scores(test_pairs, config["buckets"]),
         )
-        reference[f"projection_{kind}"] = _thresholded(
-            projection_scores(dev_pairs, projection, center),
-            projection_scores(test_pairs, projection, center),
-        )
+        for name, w in (("projection", None), ("weighted_projection", weights)):
+            center = {
+                key: _projected_sets(dev_pairs[0][key], projection, w).mean(0)
+                for key in ("english", "spanish")
+            }
+            reference[f"{name}_{kind}"] = _thresholded(
+                projection_scores(dev_pairs, projection, center, w),
+                projection_scores(test_pairs, projection, center, w),
+            )
     return reference
 
 
@@ -662,6 +770,10 @@ def reference_line(output_dir, config_name):
     for prefix, name in (
         ("", "n-gram overlap"),
         ("projection_", "cosine of the sets' mean random projections"),
+        (
+            "weighted_projection_",
+            "the same, ids weighted as in `shared_ngrams`",
+        ),
     ):
         if f"{prefix}disjoint" not in result:
             continue

@@ -132,6 +132,47 @@ def test_variants_are_named_and_stored_apart(tmp_path):
         assert [r["settings"]["config"] for r in runs] == [name]
 
 
+def test_shared_ngrams_weigh_what_both_languages_share():
+    script = load_script(SCRIPT)
+    rows = [
+        ("Gen", 1, v, f"abram{v} went out", f"abram{v} salio fuera")
+        for v in range(1, 13)
+    ]
+    passages = script.Passages(rows, ["Gen"], 4096, 16)
+    weights = script.ngram_weights(passages, 4096)
+
+    def weight(word):
+        return weights[script.verse_ngrams(word, 4096, 1)[0]]
+
+    # A name in one verse of each language outweighs a word of one
+    # language, however rare or common.
+    assert weight("abram3") > 10 * max(weight("went"), weight("salio"))
+    assert weights[0] == 0.0
+    ids = {key: getattr(passages, key).copy() for key in ("english", "spanish")}
+    projection = script.random_projection(4096, 8)
+    passages.project(projection, weights)
+    # A verse's vector: its ids' projections, averaged with the weights.
+    w = weights[ids["spanish"][4]]
+    expected = (w[:, None] * projection[ids["spanish"][4]]).sum(0) / w.sum()
+    np.testing.assert_allclose(passages.spanish[4], expected, rtol=1e-5)
+    inputs, _ = passages.draw(np.random.default_rng(0), 16, 1, 4)
+    assert inputs["english"].shape == (16, 4, 8)
+    # Padding is zero vectors, read as masked by the model; verses are not.
+    model = script.build_model(
+        "multiset_transformer",
+        dict(script.TINY, **script.VARIANTS["shared_ngrams"]),
+    )
+    sizes = (inputs["english"] != 0).any(-1).sum(1)
+    assert set(sizes) <= {1, 2, 3, 4} and len(set(sizes)) > 1
+    # One more padded verse in every set leaves the output unchanged.
+    padded = {k: np.pad(v, ((0, 0), (0, 1), (0, 0))) for k, v in inputs.items()}
+    np.testing.assert_allclose(
+        np.asarray(model.predict_on_batch(padded)),
+        np.asarray(model.predict_on_batch(inputs)),
+        atol=1e-5,
+    )
+
+
 @pytest.mark.slow
 def test_full_run_scores_the_dev_only_run_weights(tmp_path, monkeypatch):
     script = load_script(SCRIPT)
