@@ -58,6 +58,15 @@ each; test sets of 10-30 verses).
     KERAS_BACKEND=torch python benchmarks/alignment.py --paper-config
     KERAS_BACKEND=torch python benchmarks/alignment.py --variant projection \
         --dev-only   # a change tried on the dev books only (VARIANTS)
+    KERAS_BACKEND=torch python benchmarks/alignment.py \
+        --variant shared_ngrams   # the variant that learns (RESULTS.md)
+
+The default encoder learns nothing at this budget (every model gives
+every pair the same answer). The `shared_ngrams` variant (`VARIANTS`)
+weights each hashed id by how much the two languages share it
+(`ngram_weights`), projects the verses once with a frozen random
+projection, puts a LayerNorm after the verse MLP and draws batches of
+128 pairs; chosen on the dev books, it is the one that learns.
 
 Each run (model, seed) writes its own JSON under `--output-dir` (default
 `benchmarks/results/alignment/`), named by the configuration, model and
