@@ -1,7 +1,7 @@
 """Error of the refined KL preset's recipe against the training data used.
 
 Trains the `knn_refined_kl_divergence` model (same architecture, budget
-and seed as its recipe) on the first 1,000, 2,000 and 4,000 training
+and seed as its recipe) on the first 1,000, 2,000, 4,000 and 8,000 training
 pairs of `keras_msets.data.kl_problems` and reports the mean absolute
 error of the median and the coverage of the 90 % interval (quantiles
 0.05 and 0.95) on the 800 validation pairs, into
@@ -26,7 +26,7 @@ from keras_msets.training.tasks.statistics_regression import residual_target
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "refined_kl_training_curve.json"
-ROWS = (1000, 2000, 4000)
+ROWS = (1000, 2000, 4000, 8000)
 
 
 def _recipe():
