@@ -16,7 +16,15 @@ only what is missing), then summarizes:
   intervals and the seconds per pair.
 
     KERAS_BACKEND=torch nice -n 10 python benchmarks/refined_mi_benchmark.py
-    python benchmarks/refined_mi_benchmark.py --summary-only
+    KERAS_BACKEND=torch python benchmarks/refined_mi_benchmark.py --report
+    python benchmarks/refined_mi_benchmark.py --summary-only --report
+
+Without `--report` only the development seeds are run and summarized
+(printed, and `refined_mi_dev.json`): what design choices read. With it
+the held-out seeds too, into the summary files and the card's table.
+`--model DIR` measures a preset folder (a candidate) instead of the
+installed preset; with `--results DIR` (a copy of the cache) the
+installed preset's records stay untouched.
     KERAS_BACKEND=jax python benchmarks/refined_mi_benchmark.py --speed
 
 `--speed` times one pair at n = 1e3, 1e4, 1e5 (d_x = d_y = 1, 5, 25)
@@ -170,20 +178,24 @@ def _errors(cell, seeds):
     }
 
 
-def summarize_cell(cell):
+def summarize_cell(cell, splits=("held_out", "dev")):
+    """The cell's errors per split of `splits` (None where a split's
+    records are missing)."""
     held = runner.summarize_cell(cell)
     dev = runner.summarize_cell(
         cell, held=runner.DEV_SEEDS, dev=runner.DEV_SEEDS
     )
     row = {
-        key: held[key] for key in ("problem", "family", "dim_x", "dim_y", "n")
+        key: dev[key] for key in ("problem", "family", "dim_x", "dim_y", "n")
     }
     row["truth"] = cell["truth"]
-    row["best_k"] = held.get("best_k")
+    row["best_k"] = dev.get("best_k")
     for split, summary, seeds in (
         ("held_out", held, runner.HELD_OUT_SEEDS),
         ("dev", dev, runner.DEV_SEEDS),
     ):
+        if split not in splits:
+            continue
         classical = {
             k: summary["errors"][k] for k in CLASSICAL if k in summary["errors"]
         }
@@ -206,17 +218,18 @@ def summarize_cell(cell):
     return row
 
 
-def summarize(root, sizes):
+def summarize(root, sizes, splits=("held_out", "dev")):
     rows = []
     for n in sizes:
         for problem in problem_sets.mi_problems():
             path = runner.cell_path(root, problem, n)
             if path.exists():
-                row = summarize_cell(runner.load_cell(root, problem, n))
+                cell = runner.load_cell(root, problem, n)
+                row = summarize_cell(cell, splits)
                 if row is not None:
                     rows.append(row)
     totals = {}
-    for split in ("dev", "held_out"):
+    for split in splits:
         for n in sizes + ("all",):
             part = [r for r in rows if n == "all" or r["n"] == n]
             if not part:
@@ -301,6 +314,29 @@ def cells_table(rows, split="held_out"):
     return lines
 
 
+def write_dev_summary(root, sizes):
+    """The development seeds only (what the design choices read)."""
+    rows, totals = summarize(root, sizes, splits=("dev",))
+    with open(root / "refined_mi_dev.json", "w", encoding="utf-8") as f:
+        json.dump({"rows": rows, "totals": totals}, f, indent=1)
+    worse = [
+        f"- {r['problem']} at n = {r['n']}: {r['dev']['ratio']:.2f}x "
+        f"({r['dev']['ours']:.3f} against {r['dev']['best']} "
+        f"{r['dev']['classical'][r['dev']['best']]:.3f})"
+        for r in rows
+        if r["dev"]["ratio"] > 1.5
+    ]
+    text = [
+        "Development seeds 0-1:",
+        "",
+        *totals_table(totals, "dev"),
+        "",
+        "Cells more than 1.5x worse than the best classical estimator:",
+        *(worse or ["- none"]),
+    ]
+    print("\n".join(text))
+
+
 def write_summary(root, sizes):
     rows, totals = summarize(root, sizes)
     with open(root / "refined_mi_summary.json", "w", encoding="utf-8") as f:
@@ -314,7 +350,7 @@ def write_summary(root, sizes):
                 f"({h['ours']:.3f} against {h['best']} "
                 f"{h['classical'][h['best']]:.3f})"
             )
-    command = "python benchmarks/refined_mi_benchmark.py"
+    command = "python benchmarks/refined_mi_benchmark.py --report"
     text = [
         "Held-out seeds 2-4 (mean absolute error per cell; best classical "
         "= the best of KSG k = 1, k = 3, the best k chosen on seeds 0-1, "
@@ -388,7 +424,19 @@ def main(argv=None):
         "--seeds",
         type=int,
         nargs="+",
-        default=runner.DEV_SEEDS + runner.HELD_OUT_SEEDS,
+        default=None,
+        help="default: the development seeds 0-1, and 2-4 with --report",
+    )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="also run and summarize the held-out seeds (the reported "
+        "table, the card's); without it only the development seeds",
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a preset folder to measure instead of the installed preset",
     )
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument(
@@ -409,12 +457,24 @@ def main(argv=None):
     if args.speed:
         speed(args.results)
         return
+    if args.model is not None:
+        est.REFINED_MI = args.model
+    seeds = args.seeds
+    if seeds is None:
+        seeds = runner.DEV_SEEDS
+        if args.report:
+            seeds = seeds + runner.HELD_OUT_SEEDS
+    if not args.report and set(seeds) & set(runner.HELD_OUT_SEEDS):
+        parser.error("the held-out seeds 2-4 are run only with --report")
     if args.recompute:
         drop_records(args.results)
     if not args.summary_only:
-        run(args.results, args.sizes, args.seeds)
+        run(args.results, args.sizes, seeds)
         run_mst_dev(args.results, args.mst_dev_sizes)
-    write_summary(args.results, tuple(args.sizes))
+    if args.report:
+        write_summary(args.results, tuple(args.sizes))
+    else:
+        write_dev_summary(args.results, tuple(args.sizes))
 
 
 if __name__ == "__main__":

@@ -293,8 +293,9 @@ save_figure("estimators_vs_truth.png", figure)
 ## Mutual information with intervals, on non-Gaussian data
 
 By default `mutual_information` uses `knn_refined_mutual_information`:
-KSG and Gaussian-copula statistics of the sample, read by a small
-pretrained network that returns quantiles of `I(X; Y)`. With
+the bias-corrected Gaussian-copula plug-in, corrected by a small
+pretrained network that reads KSG statistics of the sample (and of a
+Gaussian reference) and returns quantiles of `I(X; Y)`. With
 `interval=0.9` it returns an `Estimate(value, low, high, level)`: the
 median and a 90 % interval. `dim x != dim y` is fine. Three problems
 whose exact answer is known because the mutual information does not

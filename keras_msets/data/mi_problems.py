@@ -330,7 +330,7 @@ def default_cache_dir():
     root = pathlib.Path(root) if root else pathlib.Path.home() / ".cache"
     if not os.environ.get("KERAS_MSETS_CACHE"):
         root = root / "keras_msets"
-    return root / "mi_statistics_v2"
+    return root / "mi_statistics_v3"
 
 
 def main(argv=None):

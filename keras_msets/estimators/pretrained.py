@@ -261,16 +261,20 @@ def mutual_information(
 
     The default preset, `knn_refined_mutual_information` (d_x, d_y =
     1..25, n = 10..100,000), refines classical statistics
-    (`keras_msets.estimators.refined`): KSG estimates at k = 1, 3, 10
-    and the Gaussian plug-in, all on copula-normal coordinates (each
-    coordinate replaced by the normal quantile of its rank), plus the
-    sizes, go through a small MLP trained on a broad family of problems
-    with exact answers (`keras_msets.data.mi_problems`), which returns
-    quantiles of `I`: the median is the estimate and, with `interval`,
-    two quantiles give an interval. The estimate is unchanged by any
-    increasing map of any coordinate of `x` or `y` (heavy tails included).
-    Above 2,048 / (d_x + d_y) rows (at least 256) the KSG statistics are
-    averaged over random blocks, so the cost grows linearly with `n`.
+    (`keras_msets.estimators.refined`), all on copula-normal coordinates
+    (each coordinate replaced by the normal quantile of its rank): its
+    base is the Gaussian plug-in with the finite-sample bias of each
+    log-determinant removed (nearly unbiased where the copula is
+    Gaussian), and a small MLP trained on a broad family of problems with
+    exact answers (`keras_msets.data.mi_problems`) corrects it from KSG
+    estimates at k = 1, 3, 10, their excess over KSG on a Gaussian sample
+    with the same correlation, kurtosis and the sizes
+    (`keras_msets.stats.mi_statistics`). It returns quantiles of `I`: the
+    median is the estimate and, with `interval`, two quantiles give an
+    interval. The estimate is unchanged by any increasing map of any
+    coordinate of `x` or `y` (heavy tails included). Above 4,096 /
+    (d_x + d_y) rows (256 to 2,048) the KSG statistics are averaged over
+    random blocks, so the cost grows linearly with `n`.
 
     The Multi-Set Transformers of Selby et al. (Sec. 5.1.2), trained on
     Gaussians with componentwise correlation and 100-150 points, stay

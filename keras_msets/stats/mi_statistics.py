@@ -11,10 +11,13 @@ exponentials, bimodal marginals all look alike here):
 
 - the KSG estimates (Kraskov, Stögbauer & Grassberger 2004, algorithm 1,
   max-norm) at `k` in `NEIGHBOURS`;
-- the same KSG estimates on one block of a Gaussian sample with the
-  sample's (shrunk) copula-normal correlation matrix
-  (`gaussian_reference_ksg`): their difference from the sample's says
-  how far the dependence is from a Gaussian copula, at the same bias;
+- the same KSG estimates on a Gaussian sample with the sample's (shrunk)
+  copula-normal correlation matrix, cut into as many blocks of the same
+  size (`gaussian_reference_ksg`), and the differences `ksg_excess_k*`
+  of the sample's from them: among laws with Gaussian marginals and a
+  given correlation the Gaussian has the least mutual information, so
+  the excess estimates how far `I` lies above the Gaussian-copula value
+  `I_G`, with about the same KSG bias on both sides;
 - the Gaussian plug-in `0.5 (log det R_xx + log det R_yy - log det R)` of
   the copula-normal correlation matrix `R`, shrunk towards the identity
   with weight `(d_x + d_y) / (d_x + d_y + n)` so that it stays finite for
@@ -48,7 +51,9 @@ MAX_BLOCK = 2048
 FEATURES = (
     *(f"ksg_k{k}" for k in NEIGHBOURS),
     *(f"ksg_gaussian_k{k}" for k in NEIGHBOURS),
+    *(f"ksg_excess_k{k}" for k in NEIGHBOURS),
     "plugin",
+    "plugin_corrected",
     "log_kurtosis_joint",
     "log_kurtosis_x",
     "log_kurtosis_y",
@@ -60,7 +65,7 @@ FEATURES = (
     "log_dim_y",
 )
 # The statistic that the pretrained estimators correct (`base`).
-BASE_FEATURE = "plugin"
+BASE_FEATURE = "plugin_corrected"
 
 
 def block_size(total_dim):
@@ -111,12 +116,43 @@ def _max_norm_distances(a):
     return out
 
 
-def ksg_estimates(x, y, neighbours=NEIGHBOURS):
-    """KSG (algorithm 1, max-norm) at every `k` of `neighbours` (capped at
-    `n - 1`), from dense distance matrices."""
+def _ksg_one_dimensional(x, y, neighbours):
+    """`ksg_estimates` for one column on each side: joint neighbours from
+    a k-d tree, marginal counts from sorted columns (O(n log n))."""
+    from scipy.spatial import cKDTree
     from scipy.special import digamma
 
     n = x.shape[0]
+    k_max = min(max(neighbours), n - 1)
+    joint = np.concatenate([x, y], axis=1)
+    nearest = cKDTree(joint).query(joint, k=k_max + 1, p=np.inf)[0][:, 1:]
+    out = []
+    for k in neighbours:
+        k = min(k, k_max)
+        # Strictly closer: the neighbour that sets the radius lies at
+        # exactly that distance in one column, which `column + radius`
+        # may round past; a relative margin of 1e-9 keeps it out.
+        radius = nearest[:, k - 1] * (1 - 1e-9)
+        value = digamma(k) + digamma(n)
+        for column in (x[:, 0], y[:, 0]):
+            ordered = np.sort(column)
+            # Points strictly closer than the radius, self excluded.
+            count = np.searchsorted(ordered, column + radius, "left")
+            count -= np.searchsorted(ordered, column - radius, "right") + 1
+            value -= np.mean(digamma(count + 1))
+        out.append(float(value))
+    return out
+
+
+def ksg_estimates(x, y, neighbours=NEIGHBOURS):
+    """KSG (algorithm 1, max-norm) at every `k` of `neighbours` (capped at
+    `n - 1`), from dense distance matrices (with one column per side:
+    from a k-d tree and sorted columns, the same counts in float64)."""
+    from scipy.special import digamma
+
+    n = x.shape[0]
+    if x.shape[1] == 1 and y.shape[1] == 1:
+        return _ksg_one_dimensional(x, y, neighbours)
     dx = _max_norm_distances(x)
     dy = _max_norm_distances(y)
     joint = np.maximum(dx, dy)
@@ -150,15 +186,21 @@ def _blocked_ksg(x, y, seed):
     return np.mean(estimates, axis=0), n / blocks
 
 
-def gaussian_reference_ksg(corr, dim_x, rows, seed):
-    """KSG at `NEIGHBOURS` on `rows` draws of a Gaussian with correlation
-    `corr`, in copula-normal coordinates: what the KSG statistics would
-    be if the copula of the sample were Gaussian."""
+def gaussian_reference_ksg(corr, dim_x, rows, seed, blocks=1):
+    """KSG at `NEIGHBOURS` on `blocks` blocks of `rows` draws of a Gaussian
+    with correlation `corr`, in copula-normal coordinates (per block),
+    averaged over the blocks: what the KSG statistics would be if the
+    copula of the sample were Gaussian, with the same blocks as the
+    sample's own KSG (so with about the same spread)."""
     rng = np.random.default_rng([seed, rows, corr.shape[0]])
     chol = np.linalg.cholesky(corr)
-    z = rng.normal(size=(rows, corr.shape[0])) @ chol.T
-    zx, zy = copula_normal(z[:, :dim_x]), copula_normal(z[:, dim_x:])
-    return ksg_estimates(zx, zy)
+    z = rng.normal(size=(blocks * rows, corr.shape[0])) @ chol.T
+    estimates = []
+    for part in np.split(z, blocks):
+        zx = copula_normal(part[:, :dim_x])
+        zy = copula_normal(part[:, dim_x:])
+        estimates.append(ksg_estimates(zx, zy))
+    return list(np.mean(estimates, axis=0))
 
 
 def _shrunk_correlation(z):
@@ -166,6 +208,44 @@ def _shrunk_correlation(z):
     corr = np.atleast_2d(np.corrcoef(z, rowvar=False))
     weight = p / (p + n)
     return (1 - weight) * corr + weight * np.eye(p)
+
+
+def log_det_bias(dim, dof):
+    """`E[log det S] - log det Sigma` for `S` the sample covariance of
+    `dof + 1` Gaussian rows in `dim` dimensions (`dof * S` is Wishart with
+    `dof` degrees of freedom): `sum_i psi((dof - i + 1) / 2) + dim log(2 /
+    dof)`, `i = 1..dim` (Misra, Singh & Demchuk 2005)."""
+    from scipy.special import digamma
+
+    i = np.arange(1, dim + 1)
+    return float(np.sum(digamma((dof - i + 1) / 2)) + dim * np.log(2 / dof))
+
+
+def corrected_gaussian_information(zx, zy):
+    """The Gaussian plug-in `0.5 (log det S_xx + log det S_yy - log det S)`
+    of the unshrunk sample covariance `S`, each log-determinant minus its
+    bias under a Gaussian (`log_det_bias`): unbiased for Gaussian data.
+    Needs `n >= d_x + d_y + 2` rows and a sample covariance of full rank
+    (columns with the same ranks make it singular); returns nan
+    otherwise. Not clipped at 0."""
+    n, dim_x = zx.shape
+    z = np.concatenate([zx, zy], axis=1)
+    p = z.shape[1]
+    if n < p + 2:
+        return float("nan")
+    cov = np.atleast_2d(np.cov(z, rowvar=False))
+    dof = n - 1
+    parts = []
+    for block, dim in (
+        (cov[:dim_x, :dim_x], dim_x),
+        (cov[dim_x:, dim_x:], p - dim_x),
+        (cov, p),
+    ):
+        sign, logdet = np.linalg.slogdet(block)
+        if sign <= 0 or not np.isfinite(logdet):
+            return float("nan")
+        parts.append(logdet - log_det_bias(dim, dof))
+    return float(0.5 * (parts[0] + parts[1] - parts[2]))
 
 
 def _log_kurtosis(z, corr):
@@ -201,7 +281,8 @@ def mi_statistics(x, y, seed=0):
         x: `[n, d_x]` (a 1-D array is one column), `n >= MIN_POINTS`.
         y: `[n, d_y]`; row `j` of `x` and of `y` is one joint sample.
         seed: seed of the random split into blocks (used only when `n`
-            is above `block_size(d_x + d_y)`).
+            is above `block_size(d_x + d_y)`) and of the Gaussian
+            reference sample.
 
     Returns:
         float64 array `[len(FEATURES)]`.
@@ -211,12 +292,22 @@ def mi_statistics(x, y, seed=0):
     ksg, block = _blocked_ksg(zx, zy, seed)
     dim_x, dim_y = x.shape[1], y.shape[1]
     corr = _shrunk_correlation(np.concatenate([zx, zy], axis=1))
-    reference = gaussian_reference_ksg(corr, dim_x, int(round(block)), seed)
+    blocks = int(round(x.shape[0] / block))
+    reference = gaussian_reference_ksg(
+        corr, dim_x, int(round(block)), seed, blocks
+    )
+    copula = gaussian_copula_statistics(zx, zy)
+    corrected = corrected_gaussian_information(zx, zy)
+    if np.isnan(corrected):
+        corrected = copula[0]
     return np.array(
         [
             *ksg,
             *reference,
-            *gaussian_copula_statistics(zx, zy),
+            *(np.asarray(ksg) - np.asarray(reference)),
+            copula[0],
+            corrected,
+            *copula[1:],
             np.log(x.shape[0]),
             np.log(block),
             dim_x,

@@ -12,8 +12,10 @@ def _pair(n=300, seed=0):
     return x, y
 
 
-def test_ksg_counts_equal_the_tree_based_estimator():
+@pytest.mark.parametrize("columns", [2, 1])
+def test_ksg_counts_equal_the_tree_based_estimator(columns):
     x, y = _pair()
+    x = x[:, :columns]
     got = mi_statistics.ksg_estimates(x, y, (1, 3, 10))
     expected = [ksg_mutual_information(x, y, k=k) for k in (1, 3, 10)]
     np.testing.assert_allclose(got, expected, rtol=1e-5)
@@ -37,8 +39,65 @@ def test_large_samples_are_cut_into_blocks():
     assert size < 3000
     assert np.exp(features["log_block"]) <= size
     assert features["log_n"] == pytest.approx(np.log(3000))
-    # The plug-in of this Gaussian pair is close to its exact 0.5 log 2.
+    # The plug-ins of this Gaussian pair are close to its exact 0.5 log 2.
     assert features["plugin"] == pytest.approx(0.5 * np.log(2), abs=0.05)
+    assert features["plugin_corrected"] == pytest.approx(
+        0.5 * np.log(2), abs=0.05
+    )
+    for k in mi_statistics.NEIGHBOURS:
+        assert features[f"ksg_excess_k{k}"] == pytest.approx(
+            features[f"ksg_k{k}"] - features[f"ksg_gaussian_k{k}"]
+        )
+        # A Gaussian pair: its KSG is close to that of its reference.
+        assert abs(features[f"ksg_excess_k{k}"]) < 0.1
+
+
+def test_dependence_without_correlation_shows_as_ksg_excess():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(500, 1))
+    y = x**2 + 0.1 * rng.normal(size=(500, 1))
+    values = mi_statistics.mi_statistics(x, y)
+    features = dict(zip(mi_statistics.FEATURES, values, strict=True))
+    # Uncorrelated: the Gaussian plug-in sees almost nothing, KSG does.
+    assert abs(features["plugin_corrected"]) < 0.1
+    assert features["ksg_excess_k3"] > 0.5
+
+
+def test_log_det_bias_matches_sampled_covariances():
+    # E[log det S] - log det Sigma, sampled with plain numpy.
+    rng = np.random.default_rng(0)
+    rows, dim = 12, 4
+    samples = rng.normal(size=(40000, rows, dim))
+    centred = samples - samples.mean(axis=1, keepdims=True)
+    cov = np.einsum("bij,bik->bjk", centred, centred) / (rows - 1)
+    sampled = np.linalg.slogdet(cov)[1].mean()
+    expected = mi_statistics.log_det_bias(dim, rows - 1)
+    assert sampled == pytest.approx(expected, abs=0.015)
+    assert abs(expected) > 0.5  # a bias worth removing
+
+
+def test_corrected_plugin_is_unbiased_for_gaussians():
+    rng = np.random.default_rng(1)
+    dim, rho, rows = 3, 0.6, 20
+    truth = -0.5 * dim * np.log(1 - rho**2)
+    corrected, plain = [], []
+    for _ in range(300):
+        x = rng.normal(size=(rows, dim))
+        y = rho * x + np.sqrt(1 - rho**2) * rng.normal(size=(rows, dim))
+        corrected.append(mi_statistics.corrected_gaussian_information(x, y))
+        cov = np.cov(np.concatenate([x, y], axis=1), rowvar=False)
+        plain.append(
+            0.5
+            * (
+                np.linalg.slogdet(cov[:dim, :dim])[1]
+                + np.linalg.slogdet(cov[dim:, dim:])[1]
+                - np.linalg.slogdet(cov)[1]
+            )
+        )
+    assert np.mean(corrected) == pytest.approx(truth, abs=0.05)
+    assert np.mean(plain) - truth > 0.15  # the plain plug-in's bias
+    # Too few rows for a covariance of full rank: nan.
+    assert np.isnan(mi_statistics.corrected_gaussian_information(x[:7], y[:7]))
 
 
 @pytest.mark.parametrize(
