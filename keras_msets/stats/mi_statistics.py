@@ -23,13 +23,20 @@ exponentials, bimodal marginals all look alike here):
   with weight `(d_x + d_y) / (d_x + d_y + n)` so that it stays finite for
   `n <= d_x + d_y` (exact in the limit for Gaussians under per-coordinate
   increasing maps);
+- `plugin_corrected`, the base the pretrained estimators correct: the
+  same plug-in of the unshrunk covariance with the finite-sample bias of
+  each log-determinant removed (`log_det_bias`, Misra, Singh & Demchuk
+  2005; `corrected_gaussian_information`), nearly unbiased where the
+  copula is Gaussian; the shrunk plug-in where `n < d_x + d_y + 2` or
+  the covariance is singular;
 - the Mardia kurtosis of the joint copula-normal sample and of each side
   (log of its ratio to the Gaussian value `p (p + 2)`), which says how
   far the dependence is from a Gaussian copula;
 - `log n`, `log` of the block size, `d_x`, `d_y` and their logs.
 
 The KSG neighbour counts come from dense max-norm distance matrices
-(numpy, float32). Samples larger than `block_size(d_x + d_y)` rows are
+(numpy, float32; with one column per side, from a k-d tree and sorted
+columns). Samples larger than `block_size(d_x + d_y)` rows are
 cut into random blocks of at most that size, the KSG estimates of the
 blocks are averaged and `log_block` reports the mean block size: the
 cost then grows linearly with `n` (about `n * block * (d_x + d_y)`
