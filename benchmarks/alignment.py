@@ -866,7 +866,10 @@ def main(argv=None, rows=None, books=None):
             ),
         )
     table = markdown_table(bible_runs.load_runs(args.output_dir, args.config))
-    reference = reference_line(args.output_dir, args.config)
+    # A variant's runs share the references of their configuration.
+    reference = reference_line(args.output_dir, args.config) or (
+        reference_line(args.output_dir, bible_runs.config_name(args))
+    )
     print(table if reference is None else f"{table}\n{reference}")
     return done
 
