@@ -434,10 +434,6 @@ class FusionEncoderNetworkTest(TestCase):
                 loss="binary_crossentropy",
                 metrics=["accuracy"],
             )
-            # Built before `fit`: on TensorFlow, Adam creating its
-            # variables while `fit` traces the step makes tf.function
-            # trace it twice.
-            model.optimizer.build(model.trainable_variables)
             before = [keras.ops.convert_to_numpy(w) for w in model.weights]
             history = model.fit(x, y, epochs=2, batch_size=16, verbose=0)
             # The training loss is the sum of |S| = 25 per-segment losses.

@@ -295,10 +295,6 @@ def test_fit_learns_the_difference_of_means(case, name):
     target = (means[0] - means[1])[:, :1]
     model = build_multiset_model(name, latent_dim=8, num_heads=2, num_blocks=1)
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
-    # Built before `fit`: on TensorFlow, Adam creating its variables while
-    # `fit` traces the step makes tf.function trace it twice.
-    model({"sets": sets, "masks": masks})
-    model.optimizer.build(model.trainable_variables)
     history = model.fit(
         {"sets": sets, "masks": masks},
         target,
