@@ -341,6 +341,10 @@ def fit_sets(
     )
     resumed = None
     if checkpoint_dir is None:
+        if model.built:
+            # Adam's state made before `fit`: on TensorFlow the first step
+            # is then traced once, not a second time for new variables.
+            model.optimizer.build(model.trainable_variables)
         start = time.time()
         history = model.fit(dataset, epochs=epochs, **fit_kwargs)
         seconds = time.time() - start
