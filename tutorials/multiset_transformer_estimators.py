@@ -344,30 +344,44 @@ for n in REFINED_SIZES:
             f"  KSG (k=3) {ksg:.3f}"
         )
 
-figure, axes = plt.subplots(1, 3, figsize=(12, 3.8), sharey=False)
-for axis, name in zip(axes, [r[0] for r in rows[:3]], strict=True):
-    part = [r for r in rows if r[0] == name]
-    sizes = np.array([r[1] for r in part])
-    values = np.array([r[3].value for r in part])
-    low = np.array([r[3].low for r in part])
-    high = np.array([r[3].high for r in part])
-    axis.errorbar(
-        sizes,
-        values,
-        yerr=[values - low, high - values],
-        fmt="o",
-        capsize=3,
-        label="refined, 90 % interval",
-    )
-    axis.plot(sizes, [r[4] for r in part], "s", mfc="none", label="KSG (k=3)")
-    axis.axhline(part[0][2], color="gray", linestyle=":", label="truth")
-    axis.set_xscale("log")
-    axis.set_xlabel("n (pairs)")
-    axis.set_title(name)
-axes[0].set_ylabel("mutual information (nats)")
-axes[0].legend(fontsize=7)
-figure.tight_layout()
-save_figure("mutual_information_intervals.png", figure)
+
+def plot_intervals(rows, names, baseline, xlabel, ylabel, file_name):
+    """Estimates with their 90 % intervals, a baseline and the truth,
+    against n, one panel per problem."""
+    figure, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.8))
+    for axis, name in zip(axes, names, strict=True):
+        part = [r for r in rows if r[0] == name]
+        sizes = np.array([r[1] for r in part])
+        values = np.array([r[3].value for r in part])
+        low = np.array([r[3].low for r in part])
+        high = np.array([r[3].high for r in part])
+        axis.errorbar(
+            sizes,
+            values,
+            yerr=[values - low, high - values],
+            fmt="o",
+            capsize=3,
+            label="refined, 90 % interval",
+        )
+        axis.plot(sizes, [r[4] for r in part], "s", mfc="none", label=baseline)
+        axis.axhline(part[0][2], color="gray", linestyle=":", label="truth")
+        axis.set_xscale("log")
+        axis.set_xlabel(xlabel)
+        axis.set_title(name)
+    axes[0].set_ylabel(ylabel)
+    axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    save_figure(file_name, figure)
+
+
+plot_intervals(
+    rows,
+    [r[0] for r in rows[:3]],
+    "KSG (k=3)",
+    "n (pairs)",
+    "mutual information (nats)",
+    "mutual_information_intervals.png",
+)
 
 """
 ## KL divergence with intervals, and a two-sample call, off the Gaussians
@@ -410,30 +424,14 @@ for n in KL_SIZES:
             f"  k-NN (k=1) {knn:.3f}"
         )
 
-figure, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-for axis, (name, _) in zip(axes, KL_PROBLEMS, strict=True):
-    part = [r for r in kl_rows if r[0] == name]
-    sizes = np.array([r[1] for r in part])
-    values = np.array([r[3].value for r in part])
-    low = np.array([r[3].low for r in part])
-    high = np.array([r[3].high for r in part])
-    axis.errorbar(
-        sizes,
-        values,
-        yerr=[values - low, high - values],
-        fmt="o",
-        capsize=3,
-        label="refined, 90 % interval",
-    )
-    axis.plot(sizes, [r[4] for r in part], "s", mfc="none", label="k-NN (k=1)")
-    axis.axhline(part[0][2], color="gray", linestyle=":", label="truth")
-    axis.set_xscale("log")
-    axis.set_xlabel("n (points per set)")
-    axis.set_title(name)
-axes[0].set_ylabel("KL divergence (nats)")
-axes[0].legend(fontsize=7)
-figure.tight_layout()
-save_figure("kl_divergence_intervals.png", figure)
+plot_intervals(
+    kl_rows,
+    [name for name, _ in KL_PROBLEMS],
+    "k-NN (k=1)",
+    "n (points per set)",
+    "KL divergence (nats)",
+    "kl_divergence_intervals.png",
+)
 
 """
 `same_distribution_probability` without `model=` uses the
