@@ -109,6 +109,21 @@ def _as_sets(value, name):
     return sets, single
 
 
+def _as_set_pair(x, y):
+    """`_as_sets` of `x` and of `y`, which must both be one set or both a
+    batch: (x sets, y sets, whether they were one set each)."""
+    x_sets, x_single = _as_sets(x, "x")
+    y_sets, y_single = _as_sets(y, "y")
+    if x_single != y_single:
+        raise ValueError(
+            "`x` and `y` must both be one set ([num_points, d]) or both a "
+            f"batch of sets. Received: {len(x_sets)} set(s) as "
+            f"{'one set' if x_single else 'a batch'} and {len(y_sets)} as "
+            f"{'one set' if y_single else 'a batch'}"
+        )
+    return x_sets, y_sets, x_single
+
+
 def _model_dim(model):
     """The input dimension a built fixed-dimension model needs, or None."""
     if getattr(model, "dimension_equivariant", False) or not model.built:

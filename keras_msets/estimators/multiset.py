@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from keras_msets.estimators.inputs import _PAD_MULTIPLE
+from keras_msets.estimators.inputs import _as_set_pair
 from keras_msets.estimators.inputs import _as_sets
 from keras_msets.estimators.inputs import _check_pairs
 from keras_msets.estimators.inputs import _pad
@@ -61,13 +62,7 @@ def estimate_pairs(
     ):
         # A model over two-sample statistics (`estimators.two_sample`).
         return statistics_probability(spec, x, y, model)
-    x_sets, x_single = _as_sets(x, "x")
-    y_sets, y_single = _as_sets(y, "y")
-    if x_single != y_single:
-        raise ValueError(
-            "`x` and `y` must both be one set ([num_points, d]) or both a "
-            "batch of sets."
-        )
+    x_sets, y_sets, x_single = _as_set_pair(x, y)
     preset = spec.preset if model is None else model
     is_preset = isinstance(preset, (str, os.PathLike))
     model, allowed_dims = _resolve_model(model, spec)

@@ -32,7 +32,7 @@ import keras
 import numpy as np
 
 from keras_msets.estimators.inputs import _MODEL_LOCK
-from keras_msets.estimators.inputs import _as_sets
+from keras_msets.estimators.inputs import _as_set_pair
 from keras_msets.estimators.inputs import _rescaled
 from keras_msets.estimators.inputs import load_estimator
 from keras_msets.estimators.out_of_distribution import _warn_set_size
@@ -84,13 +84,7 @@ def statistics_probability(spec, x, y, model=None):
     """The probabilities of preset `spec` for the pairs `x`, `y`, through
     `model`: None (`spec.preset`), a preset name or folder, or a
     `keras.Model` taking the feature vectors."""
-    x_sets, x_single = _as_sets(x, "x")
-    y_sets, y_single = _as_sets(y, "y")
-    if x_single != y_single:
-        raise ValueError(
-            "`x` and `y` must both be one set ([num_points, d]) or both a "
-            "batch of sets."
-        )
+    x_sets, y_sets, x_single = _as_set_pair(x, y)
     _check(spec, x_sets, y_sets)
     if model is None:
         model = spec.preset
