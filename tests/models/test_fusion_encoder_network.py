@@ -136,6 +136,9 @@ class FusionEncoderNetworkTest(TestCase):
             if isinstance(layer, GroupedMLP)
         ]
         self.assertEqual(counts, [8, 4, 2, 1, 1])
+        # Named after the model, or as asked (not after a fusion layer).
+        self.assertEqual(fused.name, f"{model.name}_fused")
+        self.assertEqual(model.fuse(name="tree").name, "tree")
         self.assertLess(fused.count_params(), model.count_params() / 3)
         reloaded = self.run_model_saving_test(fused, x)
         self.assertAllClose(reloaded(x), model(x), atol=1e-6)

@@ -11,6 +11,8 @@ from keras import ops
 from keras_msets.layers._layer_base import arguments_config
 from keras_msets.layers.grouped_mlp import GroupedMLP
 from keras_msets.models._id_inputs import TokenIdInputs
+from keras_msets.models.fen.fused_network import FusedNetwork  # noqa: F401
+from keras_msets.models.fen.fused_network import fused_network
 from keras_msets.models.fen.local_objective import LocalFusionObjective
 from keras_msets.models.fen.local_objective import segment_token_counts
 from keras_msets.models.fen.segments import FusionSegments
@@ -44,14 +46,6 @@ def _units(name, value):
     return check_int_list(name, [value] if is_int(value) else value)
 
 
-def _copy_mlp(mlp, weights, **config):
-    """A built `GroupedMLP` like `mlp` (config changes aside) with `weights`."""
-    copy = GroupedMLP.from_config({**mlp.get_config(), **config})
-    copy.build()
-    copy.set_weights(weights)
-    return copy
-
-
 def _objective_argument(name):
     """A read-only view of the training argument `name` of `objective`."""
     return property(lambda self: getattr(self.objective, name))
@@ -64,23 +58,6 @@ def _runs(groups):
     starts = np.concatenate([[0], edges])
     ends = np.concatenate([edges, [len(groups)]])
     return list(zip(starts.tolist(), ends.tolist(), strict=True))
-
-
-@keras.saving.register_keras_serializable(package="keras_msets")
-class FusedNetwork(TokenIdInputs, keras.Model):
-    """The functional model that `FusionEncoderNetwork.fuse()` returns.
-
-    An ordinary functional `keras.Model` of token ids whose `predict`,
-    `evaluate` and `fit` check the ids (`TokenIdInputs`) against the
-    vocabulary of its token encoder (the layer named `token_encoder`).
-    """
-
-    def __init__(self, inputs, outputs, name=None, **kwargs):
-        super().__init__(inputs, outputs, name=name, **kwargs)
-
-    @property
-    def vocabulary_size(self):
-        return self.get_layer("token_encoder").vocabulary_size
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
@@ -472,40 +449,7 @@ class FusionEncoderNetwork(TokenIdInputs, keras.Model):
         loads as an ordinary `.keras` file. It checks its token ids as
         this model does (a `FusedNetwork`).
         """
-        if not self.built:
-            self.build()
-        e = self.encoding_dim
-        inputs = keras.Input((self.sequence_length,), dtype="int32", name="ids")
-        token_encoder = self.token_encoder
-        x = _copy_mlp(token_encoder, token_encoder.get_weights())(inputs)
-        shared = {}  # one layer per parameter group shared across levels
-        for height in range(1, self.segments.depth + 1):
-            width = self.padded_length >> height
-            x = keras.layers.Reshape((width, 2 * e), name=f"pairs_{height}")(x)
-            groups = self._vertex_groups(height)
-            unique = np.unique(groups)
-            key = int(unique[0]) if len(unique) == 1 else None
-            fusion = shared.get(key) if key is not None else None
-            if fusion is None:
-                name = f"fusion_{height}" if key is None else f"fusion_g{key}"
-                chosen = groups if len(unique) > 1 else unique
-                fusion = _copy_mlp(
-                    self.fusion_encoder,
-                    [w[chosen] for w in self.fusion_encoder.get_weights()],
-                    num_groups=len(unique),
-                    name=name,
-                )
-                if key is not None:
-                    shared[key] = fusion
-            x = fusion(x)
-        root = self.segments.index[(1, self.padded_length)]
-        group = self._decoder_groups[root - 1]
-        weights = [w[[group]] for w in self.decoder.get_weights()]
-        weights[0] = weights[0][:, e : 2 * e]
-        root_decoder = {"num_groups": 1, "input_dim": e, "name": "root_decoder"}
-        y = _copy_mlp(self.decoder, weights, **root_decoder)(x)
-        y = keras.layers.Reshape((self.output_dim,), name="output")(y)
-        return FusedNetwork(inputs, y, name=name or f"{self.name}_fused")
+        return fused_network(self, name)
 
     def get_config(self):
         config = super().get_config()
