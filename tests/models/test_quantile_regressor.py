@@ -19,19 +19,31 @@ def _features(rows=16, width=4, seed=0):
 
 
 class QuantileRegressorTest(testing.TestCase):
-    def _model(self):
-        model = models.QuantileRegressor(4, LEVELS, hidden_units=(8, 8))
+    def _model(self, nonnegative_middle=False):
+        model = models.QuantileRegressor(
+            4,
+            LEVELS,
+            hidden_units=(8, 8),
+            nonnegative_middle=nonnegative_middle,
+        )
         model.adapt(_features(64) * 3.0 + 1.0)
         return model
 
     def test_quantiles_are_ordered_for_any_weights(self):
-        model = self._model()
-        rng = np.random.default_rng(1)
-        for weight in model.trainable_weights:
-            weight.assign(5.0 * rng.normal(size=weight.shape))
-        out = keras.ops.convert_to_numpy(model(_features(200, seed=2) * 10))
-        self.assertEqual(out.shape, (200, len(LEVELS)))
-        self.assertTrue(np.all(np.diff(out, axis=1) >= 0))
+        for nonnegative in (False, True):
+            model = self._model(nonnegative)
+            rng = np.random.default_rng(1)
+            for weight in model.trainable_weights:
+                weight.assign(5.0 * rng.normal(size=weight.shape))
+            out = model(_features(200, seed=2) * 10)
+            out = keras.ops.convert_to_numpy(out)
+            self.assertEqual(out.shape, (200, len(LEVELS)))
+            self.assertTrue(np.all(np.diff(out, axis=1) >= 0))
+            middle = out[:, len(LEVELS) // 2]
+            # Free: of either sign; nonnegative: never below 0, while
+            # the levels below it may be.
+            self.assertEqual(bool(np.all(middle >= 0)), nonnegative)
+            self.assertTrue(np.any(out[:, 0] < 0))
 
     def test_adapt_stores_the_feature_mean_and_scale(self):
         model = self._model()
@@ -48,7 +60,7 @@ class QuantileRegressorTest(testing.TestCase):
         )
 
     def test_saving_round_trips(self):
-        model = self._model()
+        model = self._model(nonnegative_middle=True)
         data = _features().astype("float32")
         self.run_model_saving_test(model, data)
         self.run_weights_roundtrip_test(model, data)
@@ -58,6 +70,8 @@ class QuantileRegressorTest(testing.TestCase):
             models.QuantileRegressor(3, (0.9, 0.5))
         with self.assertRaisesRegex(ValueError, "num_features"):
             models.QuantileRegressor(0)
+        with self.assertRaisesRegex(ValueError, "nonnegative_middle=1"):
+            models.QuantileRegressor(3, nonnegative_middle=1)
         model = models.QuantileRegressor(3)
         with self.assertRaisesRegex(ValueError, r"features.shape=\(5, 2\)"):
             model.adapt(np.zeros((5, 2)))

@@ -38,6 +38,11 @@ class QuantileRegressor(keras.Model):
     conditional quantiles of the target; the middle one (a median when
     0.5 is the middle level) is the point estimate.
 
+    With `nonnegative_middle=True` the middle level is the softplus of the
+    network's raw output, so it is never below 0 (the levels below it may
+    be): a correction that can only raise the base it is added to, for a
+    target known to lie above a base estimate up to the base's noise.
+
     The features are standardized inside the model by a mean and a
     standard deviation stored as non-trainable weights: call
     `adapt(features)` once on the training features before `fit`.
@@ -49,6 +54,8 @@ class QuantileRegressor(keras.Model):
         hidden_units: widths of the hidden `Dense` layers.
         activation: activation of the hidden layers.
         dropout: dropout rate after each hidden layer (0: none).
+        nonnegative_middle: whether the middle level goes through a
+            softplus (>= 0).
         **kwargs: `keras.Model` keyword arguments (`name`, ...).
 
     Call arguments:
@@ -74,6 +81,7 @@ class QuantileRegressor(keras.Model):
         hidden_units=(64, 64),
         activation="gelu",
         dropout=0.0,
+        nonnegative_middle=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -86,6 +94,12 @@ class QuantileRegressor(keras.Model):
         )
         self.activation = activation
         self.dropout = validation.check_fraction("dropout", dropout)
+        if not isinstance(nonnegative_middle, bool):
+            raise ValueError(
+                "`nonnegative_middle` must be a bool. Received: "
+                f"nonnegative_middle={nonnegative_middle!r}"
+            )
+        self.nonnegative_middle = nonnegative_middle
         self.middle = len(self.quantiles) // 2
         self.hidden = [
             keras.layers.Dense(
@@ -146,6 +160,8 @@ class QuantileRegressor(keras.Model):
             h = dropout(dense(h), training=training)
         raw = self.head(h)
         middle = raw[:, self.middle : self.middle + 1]
+        if self.nonnegative_middle:
+            middle = keras.ops.softplus(middle)
         parts = [middle]
         if self.middle + 1 < len(self.quantiles):
             gaps = keras.ops.softplus(raw[:, self.middle + 1 :])
@@ -170,6 +186,7 @@ class QuantileRegressor(keras.Model):
                 "hidden_units": list(self.hidden_units),
                 "activation": self.activation,
                 "dropout": self.dropout,
+                "nonnegative_middle": self.nonnegative_middle,
             }
         )
         return config
