@@ -15,7 +15,10 @@ its `serves` record names:
 - `feature_ranges`: per feature, the smallest and largest value over its
   training rows; `clipped_features`: features clipped into that range
   before the check (sizes beyond the trained ones: `log_n`);
-- `dims` (each side's dimension) and `set_size` (the supported `n`).
+- `dims` (each side's dimension) and `set_size` (the supported `n`);
+- optionally `base_gate`, `{"feature": name, "below": value}`: where
+  that statistic is within `value` of 0 the estimate is the base itself
+  (the interval widened to hold it if needed).
 
 `statistics_estimates(estimator, preset, x, y, ...)` checks the pairs,
 computes the statistics, runs the model once for all pairs and returns
@@ -315,6 +318,16 @@ def statistics_estimates(
     level = 0.0 if interval is None else interval
     low_q = _quantile_at(quantiles, values, (1 - level) / 2)
     high_q = _quantile_at(quantiles, values, (1 + level) / 2)
+    gate = serves.get("base_gate")
+    if gate is not None:
+        quiet = np.abs(features[:, names.index(gate["feature"])])
+        quiet = quiet < gate["below"]
+        plain = estimates_from_quantiles(
+            np.zeros((rows, 1)), base, serves["target"]
+        )[:, 0]
+        estimate = np.where(quiet, plain, estimate)
+        low_q = np.where(quiet, np.minimum(low_q, plain), low_q)
+        high_q = np.where(quiet, np.maximum(high_q, plain), high_q)
     flagged = [i for i, r in enumerate(outside) if r]
     if flagged:
         _handle_outside(
