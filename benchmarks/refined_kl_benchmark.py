@@ -4,7 +4,7 @@ Runs the `refined` row of `estimator_bench/estimators.py`
 (`knn_refined_kl_divergence` with a 90 % interval) on every KL problem
 of `estimator_bench/problems.py`, at n = 50, 150, 1,000 and at 10,000
 where the classical baselines are cached, for seeds 0-1 (development)
-and 2-4 (held out), into the benchmark's cache
+and with `--report` 2-4 (held out), into the benchmark's cache
 (`results/estimator_benchmark/<problem>/n<n>.json`; a re-run computes
 only what is missing), then summarizes:
 
@@ -13,12 +13,14 @@ only what is missing), then summarizes:
   seeds, the Gaussian plug-in), and the old default (the Multi-Set
   Transformers, `--mst-dev` runs them on the development seeds at n =
   50, 150, 1,000): what decides whether it is the default;
-- held-out seeds (the reported table): the same counts, the cells more
-  than 1.5 times worse than the best classical, the coverage of the 90 %
-  intervals and the seconds per pair.
+- held-out seeds (the reported table, only with `--report`): the same
+  counts, the cells more than 1.5 times worse than the best classical,
+  the coverage of the 90 % intervals and the seconds per pair; the
+  summary files and the card's table are written only then.
 
     KERAS_BACKEND=torch nice -n 10 python benchmarks/refined_kl_benchmark.py
-    python benchmarks/refined_kl_benchmark.py --summary-only
+    KERAS_BACKEND=torch python benchmarks/refined_kl_benchmark.py --report
+    python benchmarks/refined_kl_benchmark.py --summary-only --report
 
 `--rerun` recomputes the preset's records (after the preset changed).
     KERAS_BACKEND=jax python benchmarks/refined_kl_benchmark.py --speed
@@ -242,8 +244,13 @@ def cells_table(rows, split="held_out"):
     return lines
 
 
-def write_summary(root, sizes):
+def write_summary(root, sizes, report=False):
+    """Prints the development table; with `report`, also the held-out
+    one, and writes the summary files and the card's table."""
     rows, totals = summarize(root, sizes)
+    if not report:
+        print("\n".join(totals_table(totals, "dev")))
+        return
     with open(root / "refined_kl_summary.json", "w", encoding="utf-8") as f:
         json.dump({"rows": rows, "totals": totals}, f, indent=1)
     worse = [
@@ -361,11 +368,12 @@ def threads(root, repeats=15):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument(
-        "--seeds",
-        type=int,
-        nargs="+",
-        default=runner.DEV_SEEDS + runner.HELD_OUT_SEEDS,
+        "--report",
+        action="store_true",
+        help="also run and summarize the held-out seeds (the reported "
+        "table, measured once after the choice)",
     )
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument(
@@ -392,12 +400,17 @@ def main(argv=None):
     if args.threads:
         threads(args.results)
         return
+    seeds = args.seeds or (
+        runner.DEV_SEEDS + runner.HELD_OUT_SEEDS
+        if args.report
+        else runner.DEV_SEEDS
+    )
     if not args.summary_only:
-        run(args.results, args.sizes, args.seeds, rerun=args.rerun)
+        run(args.results, args.sizes, seeds, rerun=args.rerun)
         if args.mst_dev:
             sizes = [n for n in args.sizes if n <= 1000]
             run(args.results, sizes, runner.DEV_SEEDS, name="ours")
-    write_summary(args.results, tuple(args.sizes))
+    write_summary(args.results, tuple(args.sizes), args.report)
 
 
 if __name__ == "__main__":
