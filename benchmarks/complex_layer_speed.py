@@ -87,6 +87,9 @@ import keras
 import numpy as np
 
 from keras_msets import layers as msets_layers
+from keras_msets import ops as msets_ops
+from keras_msets.layers import complex_multi_head_attention as cmha
+from keras_msets.layers import complex_transformer_encoder as cte
 
 HERE = Path(__file__).parent
 PAIRS = ("embedding", "dense", "conv1d", "lstm", "attention", "transformer")
@@ -99,13 +102,97 @@ PAIR_NAMES = {
     "transformer": ("TransformerEncoder", "ComplexTransformerEncoder"),
 }
 MEMBERS = ("real", "complex")
+FORMER_MEMBER = "complex_former"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
 
 
+def _safe_modulus(real, imag):
+    """`|z|` as `big * sqrt(1 + (small / big)**2)` (the former modulus)."""
+    real, imag = keras.ops.abs(real), keras.ops.abs(imag)
+    big = keras.ops.maximum(real, imag)
+    small = keras.ops.minimum(real, imag)
+    nonzero = keras.ops.greater(big, 0)
+    ratio = small / keras.ops.where(nonzero, big, keras.ops.ones_like(big))
+    return big * keras.ops.sqrt(1 + ratio * ratio)
+
+
+class FormerComplexMultiHeadAttention(cmha.ComplexMultiHeadAttention):
+    """`ComplexMultiHeadAttention` with the scores of four real products.
+
+    The layer as it computed Eq. 13-14 before the stacked products: the
+    real and imaginary parts of `z = q . conj(k)` from four einsums of the
+    split heads, the overflow-safe modulus `big * sqrt(1 + (small /
+    big)**2)` of the unscaled `z`, and one einsum per part of the values.
+    Same weights, same outputs (up to rounding); timed by `--former`
+    beside the current layer.
+    """
+
+    def _split(self, x, head_dim):
+        real, imag = msets_ops.complex_split(x)
+        shape = keras.ops.shape(real)[:-1] + (self.num_heads, head_dim)
+        return keras.ops.reshape(real, shape), keras.ops.reshape(imag, shape)
+
+    def _attend(self, query, key, value, mask, any_valid, training):
+        ops = keras.ops
+        value_dim = self.value_dim or self.key_dim
+        q_real, q_imag = self._split(query, self.key_dim)
+        k_real, k_imag = self._split(key, self.key_dim)
+        v_real, v_imag = self._split(value, value_dim)
+        equation = "bthd,bshd->bhts"
+        z_real = ops.einsum(equation, q_real, k_real) + ops.einsum(
+            equation, q_imag, k_imag
+        )
+        z_imag = ops.einsum(equation, q_imag, k_real) - ops.einsum(
+            equation, q_real, k_imag
+        )
+        logits = _safe_modulus(z_real, z_imag)
+        logits = logits * ops.cast(self.key_dim**-0.5, logits.dtype)
+        if mask is not None:
+            logits = msets_ops.mask_logits(logits, ops.expand_dims(mask, 1))
+        weights = ops.softmax(logits, axis=-1)
+        if any_valid is not None:
+            weights = ops.where(
+                ops.expand_dims(any_valid, 1), weights, ops.zeros_like(weights)
+            )
+        scores = weights
+        weights = self.dropout_layer(weights, training=training)
+        equation = "bhts,bshd->bthd"
+        heads_real = ops.einsum(equation, weights, v_real)
+        heads_imag = ops.einsum(equation, weights, v_imag)
+        shape = ops.shape(heads_real)[:2] + (self.num_heads * value_dim,)
+        return msets_ops.complex_merge(
+            ops.reshape(heads_real, shape), ops.reshape(heads_imag, shape)
+        ), scores
+
+
+class FormerComplexTransformerEncoder(cte.ComplexTransformerEncoder):
+    """`ComplexTransformerEncoder` whose attention is the former one."""
+
+    def build(self, inputs_shape):
+        current = cte.ComplexMultiHeadAttention
+        cte.ComplexMultiHeadAttention = FormerComplexMultiHeadAttention
+        try:
+            super().build(inputs_shape)
+        finally:
+            cte.ComplexMultiHeadAttention = current
+
+
+FORMER = {
+    "attention": lambda args: FormerComplexMultiHeadAttention(
+        num_heads=args.num_heads, key_dim=args.width // args.num_heads
+    ),
+    "transformer": lambda args: FormerComplexTransformerEncoder(
+        intermediate_dim=2 * args.width, num_heads=args.num_heads
+    ),
+}
+
+
 def make_layer(pair, member, args):
-    """The layer of one member (`"real"` or `"complex"`) of a pair."""
+    """The layer of one member (`"real"`, `"complex"`, `"complex_former"`)."""
     d, heads = args.width, args.num_heads
-    is_complex = member == "complex"
+    is_complex = member.startswith("complex")
+    if member == "complex_former":
+        return FORMER[pair](args)
     if pair == "embedding":
         if is_complex:
             return msets_layers.ComplexOrderEmbedding(args.vocab_size, d)
@@ -176,7 +263,7 @@ def make_model(pair, member, args):
     if pair == "embedding":
         inputs = keras.Input((args.length,), dtype="int32")
     else:
-        features = args.width * (2 if member == "complex" else 1)
+        features = args.width * (2 if member != "real" else 1)
         inputs = keras.Input((args.length, features))
     if pair == "attention":
         x = layer(inputs, inputs)
@@ -201,7 +288,7 @@ def make_batch(pair, member, args, rng):
         x = rng.integers(1, args.vocab_size, (args.batch_size, args.length))
         x = x.astype("int32")
     else:
-        features = args.width * (2 if member == "complex" else 1)
+        features = args.width * (2 if member != "real" else 1)
         x = rng.normal(size=(args.batch_size, args.length, features))
         x = x.astype("float32")
     y = rng.normal(size=(args.batch_size, 1)).astype("float32")
@@ -224,9 +311,17 @@ def seconds_per_step(model, x, y, steps):
 
 
 def time_pair(pair, args, rng):
-    """Builds, warms up and times the two members of one pair."""
+    """Builds, warms up and times the members of one pair.
+
+    With `--former` a pair that has a former implementation (`FORMER`)
+    gets a third member, `complex_former`, with the complex model's
+    weights (its outputs are checked against the complex model's).
+    """
+    names = MEMBERS
+    if args.former and pair in FORMER:
+        names = MEMBERS + (FORMER_MEMBER,)
     members = {}
-    for member in MEMBERS:
+    for member in names:
         model, layer = make_model(pair, member, args)
         x, y = make_batch(pair, member, args, rng)
         start = time.perf_counter()
@@ -240,8 +335,26 @@ def time_pair(pair, args, rng):
             "warmup_seconds": time.perf_counter() - start,
             "blocks": [],
         }
+    former_difference = None
+    if FORMER_MEMBER in members:
+        complex_model = members["complex"]["model"]
+        former_model = members[FORMER_MEMBER]["model"]
+        former_model.set_weights(complex_model.get_weights())
+        x = members["complex"]["x"]
+        former_difference = float(
+            np.max(
+                np.abs(
+                    keras.ops.convert_to_numpy(complex_model(x))
+                    - keras.ops.convert_to_numpy(former_model(x))
+                )
+            )
+        )
+    load_start = list(os.getloadavg())
     for repeat in range(args.repeats):
-        order = MEMBERS if repeat % 2 == 0 else MEMBERS[::-1]
+        # Each member comes first in turn, forwards then backwards.
+        shift = (repeat // 2) % len(names)
+        order = names[shift:] + names[:shift]
+        order = order if repeat % 2 == 0 else order[::-1]
         for member in order:
             m = members[member]
             m["blocks"].append(
@@ -276,7 +389,32 @@ def time_pair(pair, args, rng):
         "warmup_seconds_real": real["warmup_seconds"],
         "warmup_seconds_complex": complex_["warmup_seconds"],
         "jit_compile": bool(real["model"].jit_compile),
+        "load_average_start": load_start,
+        "load_average_end": list(os.getloadavg()),
     }
+    if FORMER_MEMBER in members:
+        former = members[FORMER_MEMBER]
+        ms_former = 1000 * statistics.median(former["blocks"])
+        current_over_former = [
+            c / f
+            for c, f in zip(complex_["blocks"], former["blocks"], strict=True)
+        ]
+        result.update(
+            {
+                "ms_complex_former": ms_former,
+                "ratio_former": ms_former / ms_real,
+                "ratio_former_over_implied": ms_former / ms_real / implied,
+                "ratio_current_over_former": ms_complex / ms_former,
+                "ratio_current_over_former_blockwise": statistics.median(
+                    current_over_former
+                ),
+                "ms_complex_former_blocks": [
+                    1000 * s for s in former["blocks"]
+                ],
+                "warmup_seconds_complex_former": former["warmup_seconds"],
+                "max_output_difference_former": former_difference,
+            }
+        )
     return result
 
 
@@ -350,6 +488,12 @@ def parse_args(argv):
         action="store_true",
         help="run the steps eagerly (no graph, no jit)",
     )
+    parser.add_argument(
+        "--former",
+        action="store_true",
+        help="also time the former implementation of the pairs that have "
+        f"one ({', '.join(FORMER)}) in the same blocks",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument(
@@ -402,6 +546,7 @@ def settings_of(args):
         "optimizer": "adam(1e-3)",
         "loss": "mse",
         "seed": args.seed,
+        "former": args.former,
         "smoke": args.smoke,
     }
 
@@ -445,11 +590,17 @@ def main(argv=None):
     for pair in args.pairs:
         result = time_pair(pair, args, rng)
         results.append(result)
+        former = ""
+        if "ms_complex_former" in result:
+            former = (
+                f"; former {result['ms_complex_former']:.2f} ms, current / "
+                f"former {result['ratio_current_over_former']:.2f}"
+            )
         print(
             f"{pair}: real {result['ms_real']:.2f} ms, complex "
             f"{result['ms_complex']:.2f} ms, ratio {result['ratio']:.2f} "
             f"(parameters {result['params_real']:,} / "
-            f"{result['params_complex']:,})",
+            f"{result['params_complex']:,}){former}",
             flush=True,
         )
     payload = {

@@ -22,19 +22,26 @@ def _zero_padding(x, mask):
     return ops.where(msets_ops.expand_mask(mask, x), x, ops.zeros_like(x))
 
 
-def _modulus(real, imag):
-    """`sqrt(real**2 + imag**2)` without squaring the larger part.
+def _max_magnitude(x):
+    """`max |x|` over all but the batch axis, `[batch, 1, 1]`; 1 where 0.
 
-    Computed as `big * sqrt(1 + (small / big)**2)`, so moduli up to the
-    float32 maximum stay finite (the plain squares overflow above about
-    `1e19`); the gradient at `0 + 0i` is 0, not `NaN`.
+    A constant for autodiff (`stop_gradient`): it only rescales.
     """
-    real, imag = ops.abs(real), ops.abs(imag)
-    big = ops.maximum(real, imag)
-    small = ops.minimum(real, imag)
-    nonzero = ops.greater(big, 0)
-    ratio = small / ops.where(nonzero, big, ops.ones_like(big))
-    return big * ops.sqrt(1 + ratio * ratio)
+    largest = ops.max(ops.abs(x), axis=(1, 2), keepdims=True, initial=0.0)
+    largest = ops.where(
+        ops.greater(largest, 0), largest, ops.ones_like(largest)
+    )
+    return ops.stop_gradient(largest)
+
+
+def _offset(dtype):
+    """Added under the square root of the scaled modulus `|z'| <= 1`.
+
+    Its gradient at `z = 0` is then 0, not `NaN`; a modulus moves by at
+    most `sqrt(offset)` (1e-15 in float32), far below the rounding of the
+    largest one.
+    """
+    return 2.0**-24 if dtype == "float16" else 1e-30
 
 
 def _and(a, b):
@@ -208,18 +215,75 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
             tuple(query_shape)[:-1] + (2 * heads * value_dim,)
         )
 
-    def _split_heads(self, x, head_dim):
-        """`[b, n, 2 * H * k]` to real and imaginary parts `[b, n, H, k]`."""
-        real, imag = msets_ops.complex_split(x)
-        shape = ops.shape(real)[:-1] + (self.num_heads, head_dim)
-        return ops.reshape(real, shape), ops.reshape(imag, shape)
+    def _head_major(self, x, head_dim):
+        """`[b, n, 2 * H * k]` to `[b, n, H, 2 * k]`: each head's real parts,
+        then its imaginary parts."""
+        shape = ops.shape(x)
+        x = ops.reshape(x, shape[:-1] + (2, self.num_heads, head_dim))
+        x = ops.transpose(x, (0, 1, 3, 2, 4))
+        return ops.reshape(x, shape[:-1] + (self.num_heads, 2 * head_dim))
 
-    def _merge_heads(self, real, imag):
-        """Real and imaginary parts `[b, n, H, k]` to `[b, n, 2 * H * k]`."""
-        shape = ops.shape(real)[:-2] + (self.num_heads * real.shape[-1],)
-        return msets_ops.complex_merge(
-            ops.reshape(real, shape), ops.reshape(imag, shape)
+    def _attend(self, query, key, value, mask, any_valid, training):
+        """Eq. 13-14 on projected `query [b, T, 2 H k]`, `key`, `value`.
+
+        `mask [b, T, S]` (or None) is True where query t may attend to key
+        s, `any_valid [b, T, 1]` where query t has a key. Returns the heads
+        merged `[b, T, 2 * H * value_dim]` and the weights `[b, H, T, S]`.
+        """
+        # Scaled to |z'| <= 1 (every part of q / (m_q sqrt(2k)) and of
+        # k / (m_k sqrt(2k)) is at most 1 / sqrt(2k)), so the squares below
+        # neither overflow nor lose the largest moduli; |z| = |z'| m_q m_k
+        # 2k, finite whenever m_q m_k 2 sqrt(k) is.
+        query_max = _max_magnitude(query)
+        key_max = _max_magnitude(key)
+        root = math.sqrt(2 * self.key_dim)
+        query = query / (query_max * root)
+        key = key / (key_max * root)
+        # logits = |z| / sqrt(key_dim), one factor per batch element.
+        factor = query_max * key_max * (2 * math.sqrt(self.key_dim))
+        factor = ops.expand_dims(factor, 1)  # [batch, 1, 1, 1]
+
+        # Eq. 14: z = q . conj(k) = (qr.kr + qi.ki) + i (qi.kr - qr.ki):
+        # the real parts are one product of the stacked queries [qr, qi]
+        # with the stacked keys [kr, ki], the imaginary parts one of
+        # [qi, -qr] with them, each head's parts side by side.
+        q_real, q_imag = msets_ops.complex_split(query)
+        swapped = ops.concatenate([q_imag, ops.negative(q_real)], axis=-1)
+        key = self._head_major(key, self.key_dim)
+        equation = "bthd,bshd->bhts"
+        z_real = ops.einsum(
+            equation, self._head_major(query, self.key_dim), key
         )
+        z_imag = ops.einsum(
+            equation, self._head_major(swapped, self.key_dim), key
+        )
+        # |z'| <= 1: the plain square root; the offset keeps its gradient
+        # finite (0) at z = 0 (e.g. zero-padded queries).
+        squared = z_real * z_real + z_imag * z_imag
+        logits = ops.sqrt(squared + _offset(squared.dtype)) * factor
+
+        if mask is not None:
+            logits = msets_ops.mask_logits(logits, ops.expand_dims(mask, 1))
+        weights = ops.softmax(logits, axis=-1)
+        if any_valid is not None:
+            # A query without valid keys gets all-zero weights, not uniform.
+            weights = ops.where(
+                ops.expand_dims(any_valid, 1), weights, ops.zeros_like(weights)
+            )
+        scores = weights
+        weights = self.dropout_layer(weights, training=training)
+
+        # Eq. 13: real weights on the real and imaginary parts of the values,
+        # one product with the stacked values [vr, vi] of each head.
+        value_dim = self.value_dim or self.key_dim
+        heads = ops.einsum(
+            "bhts,bshd->bthd", weights, self._head_major(value, value_dim)
+        )
+        shape = ops.shape(heads)[:2]
+        heads = ops.reshape(heads, shape + (self.num_heads, 2, value_dim))
+        heads = ops.transpose(heads, (0, 1, 3, 2, 4))
+        heads = ops.reshape(heads, shape + (2 * self.num_heads * value_dim,))
+        return heads, scores
 
     def __call__(self, *args, **kwargs):
         # Before Keras converts the arguments to tensors: a string mask or
@@ -280,47 +344,22 @@ class ComplexMultiHeadAttention(keras.layers.Layer):
         if attention_mask is not None:
             mask = _and(mask, ops.cast(attention_mask, "bool"))
 
-        value_dim = self.value_dim or self.key_dim
-        q_real, q_imag = self._split_heads(
-            self.query_dense(query), self.key_dim
-        )
-        k_real, k_imag = self._split_heads(self.key_dense(key), self.key_dim)
-        v_real, v_imag = self._split_heads(self.value_dense(value), value_dim)
-
-        # Eq. 14: z = q . conj(k) = (qr.kr + qi.ki) + i (qi.kr - qr.ki).
-        equation = "bthd,bshd->bhts"
-        z_real = ops.einsum(equation, q_real, k_real) + ops.einsum(
-            equation, q_imag, k_imag
-        )
-        z_imag = ops.einsum(equation, q_imag, k_real) - ops.einsum(
-            equation, q_real, k_imag
-        )
-        # |z| with a finite gradient at z = 0 (e.g. zero-padded queries),
-        # finite for every finite z.
-        logits = _modulus(z_real, z_imag)
-        logits = logits * ops.cast(1.0 / math.sqrt(self.key_dim), logits.dtype)
-
+        # [batch, T, 1]: whether query t has a valid key.
         any_valid = None
         if mask is not None:
-            full_mask = ops.expand_dims(mask, 1)  # [batch, 1, T, S]
-            logits = msets_ops.mask_logits(logits, full_mask)
-            any_valid = ops.any(full_mask, axis=-1, keepdims=True)
-        weights = ops.softmax(logits, axis=-1)
+            any_valid = ops.any(mask, axis=-1, keepdims=True)
+        heads, scores = self._attend(
+            self.query_dense(query),
+            self.key_dense(key),
+            self.value_dense(value),
+            mask,
+            any_valid,
+            training,
+        )
+        output = self.output_dense(heads)
         if any_valid is not None:
-            # A query without valid keys gets all-zero weights, not uniform.
-            weights = ops.where(any_valid, weights, ops.zeros_like(weights))
-        scores = weights
-        weights = self.dropout_layer(weights, training=training)
-
-        # Eq. 13: real weights on the real and imaginary parts of the values.
-        equation = "bhts,bshd->bthd"
-        heads_real = ops.einsum(equation, weights, v_real)
-        heads_imag = ops.einsum(equation, weights, v_imag)
-        output = self.output_dense(self._merge_heads(heads_real, heads_imag))
-        if any_valid is not None:
-            # [batch, T, 1]: a query without valid keys has output 0.
-            valid_query = any_valid[:, 0]
-            output = ops.where(valid_query, output, ops.zeros_like(output))
+            # A query without valid keys has output 0.
+            output = ops.where(any_valid, output, ops.zeros_like(output))
         if return_attention_scores:
             return output, scores
         return output

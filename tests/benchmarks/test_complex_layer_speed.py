@@ -41,12 +41,12 @@ def _real_params(pair, d, vocab, kernel, inner):
 def test_complex_layer_speed_smoke(tmp_path, capsys):
     script = _load_script()
     output = tmp_path / "speed.json"
-    payload = script.main(["--smoke", "--output", str(output)])
+    payload = script.main(["--smoke", "--former", "--output", str(output)])
     saved = json.loads(output.read_text())
     assert saved["backend"] == keras.backend.backend() == payload["backend"]
     assert (
         f"KERAS_BACKEND={keras.backend.backend()} python "
-        "benchmarks/complex_layer_speed.py --smoke"
+        "benchmarks/complex_layer_speed.py --smoke --former"
     ) in saved["command"]
     settings = saved["settings"]
     assert settings["smoke"] is True
@@ -63,6 +63,13 @@ def test_complex_layer_speed_smoke(tmp_path, capsys):
             assert math.isfinite(r[f"ms_{member}"]) and r[f"ms_{member}"] > 0
             assert r[f"warmup_seconds_{member}"] > 0
         assert math.isclose(r["ratio"], r["ms_complex"] / r["ms_real"])
+        # The former attention, timed beside the current one, computes the
+        # same outputs on the same weights.
+        former = r.get("max_output_difference_former")
+        assert (former is not None) == (pair in script.FORMER), pair
+        if former is not None:
+            assert former < 1e-5, pair
+            assert len(r["ms_complex_former_blocks"]) == 2
         low, high = r["ratio_blockwise_quartiles"]
         assert 0 < low <= r["ratio_blockwise"] <= high < math.inf
         # Every complex weight A + iB is two real tensors of the real
