@@ -69,6 +69,13 @@ complex dense layers. The embeddings have no products: their step is
 the lookup and the Adam update of the tables, twice as many parameters,
 so they imply 2. `ratio_over_implied` is the measured ratio over it.
 
+`--former` also times, in the same blocks and with the complex model's
+weights, the former implementation of the pairs that have one (`FORMER`:
+the attention of four real score products and the overflow-safe modulus
+of the unscaled scores, in the attention and transformer pairs; the
+order embedding with the backend's `cos` and `sin`), and checks that it
+gives the same outputs (`max_output_difference_former`).
+
 Writes `benchmarks/results/complex_layer_speed_<backend>.json` (settings,
 the command, per pair parameter counts and times) and prints a markdown
 table for `benchmarks/RESULTS.md`.
@@ -103,7 +110,13 @@ PAIR_NAMES = {
 }
 MEMBERS = ("real", "complex")
 FORMER_MEMBER = "complex_former"
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "XLA_FLAGS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+)
 
 
 def _safe_modulus(real, imag):
@@ -177,7 +190,18 @@ class FormerComplexTransformerEncoder(cte.ComplexTransformerEncoder):
             cte.ComplexMultiHeadAttention = current
 
 
+class FormerComplexOrderEmbedding(msets_layers.ComplexOrderEmbedding):
+    """`ComplexOrderEmbedding` with the backend's `cos` and `sin` (as
+    before `keras_msets.ops.phase.cos_sin`)."""
+
+    def _cos_sin(self, phase):
+        return keras.ops.cos(phase), keras.ops.sin(phase)
+
+
 FORMER = {
+    "embedding": lambda args: FormerComplexOrderEmbedding(
+        args.vocab_size, args.width
+    ),
     "attention": lambda args: FormerComplexMultiHeadAttention(
         num_heads=args.num_heads, key_dim=args.width // args.num_heads
     ),

@@ -7,6 +7,7 @@ from keras_msets.layers._word_embedding_utils import TokenEmbeddingLayer
 from keras_msets.layers._word_embedding_utils import array_initializer
 from keras_msets.layers._word_embedding_utils import as_ids
 from keras_msets.layers._word_embedding_utils import matrix_or_initializer
+from keras_msets.ops.phase import cos_sin
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_rank
 
@@ -223,6 +224,11 @@ class ComplexOrderEmbedding(TokenEmbeddingLayer):
             return parameter
         return ops.expand_dims(ops.take(parameter, ids, axis=0), -1)
 
+    def _cos_sin(self, phase):
+        # One range reduction for both on JAX, whose CPU `cos` and `sin`
+        # cost most of this layer's step there.
+        return cos_sin(phase)
+
     def _check_rank(self, shape):
         check_rank(
             "inputs",
@@ -253,9 +259,8 @@ class ComplexOrderEmbedding(TokenEmbeddingLayer):
         amplitude = ops.cast(self.amplitude, dtype)
         amplitude = self._lookup(amplitude, self.amplitude_sharing, ids)
         amplitude = amplitude + zeros
-        outputs = msets_ops.complex_merge(
-            amplitude * ops.cos(phase), amplitude * ops.sin(phase)
-        )
+        cos, sin = self._cos_sin(phase)
+        outputs = msets_ops.complex_merge(amplitude * cos, amplitude * sin)
         return ops.cast(outputs, self.compute_dtype)
 
     def compute_output_shape(self, input_shape):
