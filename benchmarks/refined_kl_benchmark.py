@@ -260,7 +260,7 @@ def write_summary(root, sizes, report=False):
         for r in rows
         if r["held_out"]["ratio"] > 1.5
     ]
-    command = "python benchmarks/refined_kl_benchmark.py"
+    command = "python benchmarks/refined_kl_benchmark.py --report"
     text = [
         "Held-out seeds 2-4 (mean absolute error per cell, in nats; best "
         "classical = the best of k-NN KL with k = 1, k = 3, the best k "

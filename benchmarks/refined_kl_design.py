@@ -1,24 +1,30 @@
 """Design choices of `knn_refined_kl_divergence`, on development seeds.
 
 Trains candidate models on the cached training statistics of
-`keras_msets.data.kl_problems` (the recipe's model and budget, or a
-variant) and compares them on the development seeds (0 and 1) of the
-estimator benchmark's KL problems at n = 50, 150, 1,000 and 10,000
-(where the classical baselines are cached): cells where the model beats
-the best classical estimator (k-NN KL with k = 1, k = 3, the best k, the
-Gaussian plug-in; errors from the benchmark cache), cells more than 1.5x
-worse, mean error, and the coverage of the 90 % intervals, before and
-after scaling the intervals by the factor that makes the development
-coverage closest to 0.9 (`interval_scale`). The benchmark pairs'
-statistics are cached in `results/refined_kl_design/statistics_dev.npz`.
+`keras_msets.data.kl_problems` (the recipe's model and budget, with more
+training pairs or fewer inputs) and compares them on the development
+seeds (0 and 1) of the estimator benchmark's KL problems at n = 50, 150,
+1,000 and 10,000 (where the classical baselines are cached): cells where
+the model beats the best classical estimator (k-NN KL with k = 1, k = 3,
+the best k, the Gaussian plug-in; errors from the benchmark cache),
+cells more than 1.5x worse, mean error, and the coverage of the 90 %
+intervals, before and after scaling the intervals by the factor that
+makes the development coverage closest to 0.9 (`interval_scale`). The
+base the models correct (`plugin_corrected`) is scored alone as
+`base_plugin_corrected`, and each candidate with its correction scaled
+by 0, 0.25, 0.5, 0.75, 1 (`correction_scales`: pulled towards the base). The benchmark pairs' statistics are cached in
+`results/refined_kl_design/statistics_dev_v2.npz`
+(`refined_kl_table_upgrade.py` writes it from the previous statistics).
 Held-out seeds are not read here.
 
     KERAS_BACKEND=torch python benchmarks/refined_kl_design.py
     KERAS_BACKEND=torch python benchmarks/refined_kl_design.py \\
-        --candidates base_8000 diff_8000
+        --candidates corrected_8000 corrected_nostandard_8000
 
 Writes `results/refined_kl_design/design.json` (one entry per candidate,
-kept across runs).
+kept across runs; the entries `base_*`, `diff_*` and `wide_*` were
+measured with the previous statistics, whose base was the copula k-NN
+estimate at k = 3).
 """
 
 import argparse
@@ -48,35 +54,79 @@ OUT = RESULTS / "refined_kl_design"
 SIZES = (50, 150, 1000, 10000)
 CLASSICAL = ("knn_k1", "knn_k3", "knn_k_best", "gaussian_plugin")
 QUANTILES = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975)
-# name: (training pairs, hidden units, epochs, extra features)
-CANDIDATES = {
-    "base_4000": (4000, (128, 128), 60, False),
-    "diff_4000": (4000, (128, 128), 60, True),
-    "base_8000": (8000, (128, 128), 60, False),
-    "diff_8000": (8000, (128, 128), 60, True),
-    "wide_8000": (8000, (256, 256), 60, False),
-}
-_ESTIMATES = [
-    i
-    for i, name in enumerate(kl_statistics.STATISTICS)
-    if name.startswith(("knn", "plugin"))
+# The columns of the cached statistics these candidates were trained on
+# (`kl_statistics_v2`: the k-NN estimates on standardized coordinates
+# included; `refined_kl_table_upgrade.py --with-standardized` writes it).
+V2_STATISTICS = (
+    *(f"knn_copula_k{k}" for k in kl_statistics.NEIGHBOURS),
+    *kl_statistics.STANDARDIZED_KNN,
+    *(f"knn_reference_k{k}" for k in kl_statistics.NEIGHBOURS),
+    "plugin_copula",
+    "plugin_standard",
+    "plugin_corrected",
+    "mean_abs_skew",
+    "mean_log_kurtosis",
+    "max_log_kurtosis",
+    "dim",
+    "log_n",
+    "log_m",
+    "log_block",
+)
+_ORDER = [
+    V2_STATISTICS.index(name)
+    for name in (*kl_statistics.STATISTICS, *kl_statistics.STANDARDIZED_KNN)
 ]
-_BASE = kl_statistics.STATISTICS.index("knn_copula_k3")
+# name: (training pairs, hidden units, epochs, features left out)
+STANDARD = kl_statistics.STANDARDIZED_KNN
+# The statistics of raw (standardized) coordinates: they change under a
+# monotone map of both sets, the copula-normal ones do not.
+RAW = (
+    *STANDARD,
+    "plugin_standard",
+    "mean_abs_skew",
+    "mean_log_kurtosis",
+    "max_log_kurtosis",
+)
+CANDIDATES = {
+    "corrected_4000": (4000, (128, 128), 60, ()),
+    "corrected_8000": (8000, (128, 128), 60, ()),
+    "corrected_nostandard_8000": (8000, (128, 128), 60, STANDARD),
+    "corrected_copula_only_8000": (8000, (128, 128), 60, RAW),
+    "corrected_copula_only_4000": (4000, (128, 128), 60, RAW),
+}
 
 
-def differences(statistics):
-    """Each KL estimate minus the base, in log(1 + KL) (estimates clipped
-    to [0, 20] as the base is)."""
-    statistics = np.array(statistics, dtype=np.float64, ndmin=2)
-    log = np.log1p(np.clip(statistics, 0.0, 20.0))
-    return log[:, _ESTIMATES] - log[:, [_BASE]]
+def current(statistics):
+    """`V2_STATISTICS` rows as `kl_statistics(..., standardized_knn=True)`
+    rows."""
+    return np.asarray(statistics)[:, _ORDER]
 
 
-def inputs(statistics, extra):
+def inputs(statistics, dropped):
+    """`kl_statistics.model_inputs`, with the standardized k-NN estimates
+    (signed log) after the copula ones, without the features `dropped`
+    (`statistics`: rows of `kl_statistics(..., standardized_knn=True)`)."""
     features = kl_statistics.model_inputs(statistics)
-    if extra:
-        features = np.concatenate([features, differences(statistics)], axis=1)
-    return features
+    names = list(kl_statistics.FEATURES)
+    if not set(STANDARD) <= set(dropped):
+        extra = np.asarray(statistics)[:, len(kl_statistics.STATISTICS) :]
+        at = len(kl_statistics.NEIGHBOURS)
+        features = np.concatenate(
+            [
+                features[:, :at],
+                kl_statistics._signed_log(extra),
+                features[:, at:],
+            ],
+            axis=1,
+        )
+        names[at:at] = STANDARD
+    kept = [i for i, name in enumerate(names) if name not in dropped]
+    return features[:, kept]
+
+
+def _base(statistics):
+    features = kl_statistics.model_inputs(statistics)
+    return features[:, kl_statistics.FEATURES.index(kl_statistics.BASE_FEATURE)]
 
 
 SCALES = np.round(np.arange(0.3, 1.51, 0.05), 2)
@@ -91,7 +141,8 @@ def _cells():
 
 
 def benchmark_statistics(seeds, path):
-    """`kl_statistics` rows of the benchmark pairs of `seeds` (cached)."""
+    """`kl_statistics` rows (`V2_STATISTICS`) of the benchmark pairs of
+    `seeds` (cached)."""
     if path.exists():
         with np.load(path) as data:
             return {k: data[k] for k in data.files}
@@ -99,7 +150,10 @@ def benchmark_statistics(seeds, path):
     for problem, n in _cells():
         for seed in seeds:
             x, y = problem.sample(n, seed)
-            rows["statistics"].append(kl_statistics.kl_statistics(x, y))
+            values = kl_statistics.kl_statistics(x, y, standardized_knn=True)
+            row = np.empty(len(V2_STATISTICS))
+            row[_ORDER] = values
+            rows["statistics"].append(row)
             rows["problem"].append(problem.name)
             rows["n"].append(n)
             rows["seed"].append(seed)
@@ -111,25 +165,25 @@ def benchmark_statistics(seeds, path):
     return rows
 
 
-def _table(split, pairs=None, extra=False):
+def _table(split, pairs=None, dropped=()):
     if split == "train" and pairs is not None:
         kl_problems.SPLIT_SEEDS["train"] = (0, pairs)
     cache = os.environ.get(
         "KERAS_MSETS_KL_STATISTICS",
-        os.path.expanduser("~/.cache/keras_msets/kl_statistics_v1"),
+        os.path.expanduser("~/.cache/keras_msets/kl_statistics_v2"),
     )
-    rows = kl_problems.statistics_table(split, cache)
-    features = inputs(rows["features"], extra)
-    base = features[:, kl_statistics.FEATURES.index(kl_statistics.BASE_FEATURE)]
-    target = sr.residual_target(rows["truth"], base)
+    rows = kl_problems.statistics_table(split, cache, compute=False)
+    rows["features"] = current(rows["features"])
+    features = inputs(rows["features"], dropped)
+    target = sr.residual_target(rows["truth"], _base(rows["features"]))
     return features.astype("float32"), target.astype("float32"), rows
 
 
-def train(pairs, hidden, epochs, extra, seed=0):
+def train(pairs, hidden, epochs, dropped, seed=0):
     """The recipe's fit: pinball loss, Adam, the epoch with the lowest
     validation loss kept."""
-    x, y, _ = _table("train", pairs, extra)
-    xv, yv, _ = _table("validation", extra=extra)
+    x, y, _ = _table("train", pairs, dropped)
+    xv, yv, _ = _table("validation", dropped=dropped)
     keras.utils.set_random_seed(seed)
     model = QuantileRegressor(
         x.shape[1], QUANTILES, hidden_units=hidden, dropout=0.1
@@ -152,11 +206,10 @@ def train(pairs, hidden, epochs, extra, seed=0):
     return model
 
 
-def quantiles_of(model, statistics, extra):
-    features = inputs(statistics, extra)
-    base = features[:, kl_statistics.FEATURES.index(kl_statistics.BASE_FEATURE)]
+def quantiles_of(model, statistics, dropped):
+    features = inputs(statistics, dropped)
     outputs = model.predict(features.astype("float32"), verbose=0)
-    return sr.estimates_from_quantiles(outputs, base)
+    return sr.estimates_from_quantiles(outputs, _base(statistics))
 
 
 def scaled_interval(quantiles, scale, level=0.9):
@@ -215,17 +268,21 @@ def main(argv=None):
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
     args = parser.parse_args(argv)
     seeds = list(runner.DEV_SEEDS)
-    rows = benchmark_statistics(seeds, OUT / "statistics_dev.npz")
+    rows = benchmark_statistics(seeds, OUT / "statistics_dev_v2.npz")
+    rows["statistics"] = current(rows["statistics"])
     out_path = OUT / "design.json"
     report = json.loads(out_path.read_text()) if out_path.exists() else {}
+    base = np.repeat(_base(rows["statistics"])[:, None], len(QUANTILES), 1)
+    report["base_plugin_corrected"] = {"dev": score(rows, base, seeds)}
+    print("base", json.dumps(report["base_plugin_corrected"]["dev"]))
     for name in args.candidates:
-        pairs, hidden, epochs, extra = CANDIDATES[name]
+        pairs, hidden, epochs, dropped = CANDIDATES[name]
         start = time.time()
-        model = train(pairs, hidden, epochs, extra)
+        model = train(pairs, hidden, epochs, dropped)
         seconds = time.time() - start
-        quantiles = quantiles_of(model, rows["statistics"], extra)
+        quantiles = quantiles_of(model, rows["statistics"], dropped)
         _, _, validation = _table("validation")
-        vq = quantiles_of(model, validation["features"], extra)
+        vq = quantiles_of(model, validation["features"], dropped)
         coverage = {}
         for scale in SCALES:
             part = score(rows, quantiles, seeds, scale)["all"]
@@ -237,7 +294,7 @@ def main(argv=None):
             "pairs": pairs,
             "hidden": list(hidden),
             "epochs": epochs,
-            "difference_features": extra,
+            "features_left_out": list(dropped),
             "train_seconds": round(seconds, 1),
             "validation_mae": float(
                 np.mean(np.abs(vq[:, len(QUANTILES) // 2] - vtruth))
@@ -257,7 +314,40 @@ def main(argv=None):
             f"{report[name]['validation_coverage_scaled']:.2f})",
             flush=True,
         )
+        report[name]["correction_scales"] = correction_scales(
+            model, rows, validation, dropped, seeds
+        )
         out_path.write_text(json.dumps(report, indent=1) + "\n")
+
+
+def correction_scales(model, rows, validation, dropped, seeds):
+    """Every quantile moved by `-(1 - scale)` times the median correction
+    (in log(1 + KL)): the model's answer pulled towards the base by
+    `scale`; dev scores and validation MAE / 90 % coverage per scale."""
+    out = {}
+    for scale in (0.0, 0.25, 0.5, 0.75, 1.0):
+        found = {}
+        for key, statistics in (
+            ("dev", rows["statistics"]),
+            ("validation", validation["features"]),
+        ):
+            features = inputs(statistics, dropped).astype("float32")
+            raw = np.asarray(model.predict(features, verbose=0), "float64")
+            raw = raw - (1 - scale) * raw[:, [len(QUANTILES) // 2]]
+            found[key] = sr.estimates_from_quantiles(raw, _base(statistics))
+        truth = validation["truth"]
+        low, high = scaled_interval(found["validation"], 1.0)
+        out[f"{scale:.2f}"] = {
+            "dev": score(rows, found["dev"], seeds)["all"],
+            "validation_mae": float(
+                np.mean(np.abs(found["validation"][:, 4] - truth))
+            ),
+            "validation_coverage": float(
+                np.mean((low <= truth) & (truth <= high))
+            ),
+        }
+        print(f"  correction x {scale}", json.dumps(out[f"{scale:.2f}"]))
+    return out
 
 
 if __name__ == "__main__":

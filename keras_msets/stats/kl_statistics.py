@@ -4,25 +4,38 @@
 (`[m, d]`) in a fixed-length vector (`STATISTICS` names its entries):
 
 - k-NN estimates of the KL divergence (Wang, Kulkarni & Verdú 2009) at
-  `k` in `NEIGHBOURS`, on two coordinate systems obtained by ONE
-  invertible map applied to both sets (the KL divergence is unchanged by
-  such a map): the pooled copula-normal coordinates (each coordinate
-  replaced by the normal quantile of its rank in the pooled sample
-  `x + y`) and the pooled-standardized coordinates (each coordinate
-  shifted and scaled by the mean and standard deviation of `x + y`);
-- the Gaussian plug-in KL divergence on both coordinate systems, with
-  the covariances shrunk towards their diagonal so that it stays finite
-  for `n <= d`;
-- the shape of the pooled marginals (mean absolute skewness, the mean
-  and the largest log kurtosis over coordinates), which tells where the
-  raw-coordinate statistics can be trusted;
+  `k` in `NEIGHBOURS` on the pooled copula-normal coordinates (each
+  coordinate replaced by the normal quantile of its rank in the pooled
+  sample `x + y`): ONE invertible map applied to both sets, which the
+  KL divergence is unchanged by;
+- the same k-NN estimates on a Gaussian reference pair
+  (`gaussian_reference`: Gaussian samples with the sizes and the
+  (shrunk) sample means and covariances of the copula-normal sets),
+  whose divergence is the shrunk plug-in's: the copula estimates minus
+  these (`knn_excess_k*` below) measure how far the divergence lies from
+  the Gaussian one, with about the same k-NN bias on both sides;
+- the Gaussian plug-in KL divergence on the copula-normal and on the
+  pooled-standardized coordinates (each coordinate shifted and scaled by
+  the mean and standard deviation of `x + y`), with the covariances
+  shrunk towards their diagonal so that it stays finite for `n <= d`;
+- `plugin_corrected`, the base the pretrained estimator corrects: the
+  Gaussian plug-in of the copula-normal coordinates with the
+  finite-sample bias of each term under Gaussian data removed
+  (`corrected_gaussian_kl`), nearly unbiased where both copula-normal
+  samples are Gaussian (any per-coordinate monotone map of Gaussians
+  that differ little in their marginals); the shrunk copula plug-in
+  where `n < d + 2` or `m < d + 3`;
+- the shape of the pooled standardized marginals (mean absolute
+  skewness, the mean and the largest log kurtosis over coordinates),
+  which tells where the raw-coordinate plug-in can be trusted;
 - `d`, `log n`, `log m`.
 
-All neighbour distances come from one query per coordinate system and
-set (`scipy.spatial.cKDTree`, `k = max(NEIGHBOURS)`), so the cost is
-that of two k-NN estimates. For the k-NN statistics, sets larger than
-`block_size(d)` points are cut into random blocks of about that many
-points (the same number of blocks for `x` and `y`) and the estimates
+All neighbour distances come from one query per pair of sets
+(`scipy.spatial.cKDTree`, `k = max(NEIGHBOURS)`), so the cost is that
+of two k-NN estimates (the copula-normal pair and its reference). For
+the k-NN statistics, sets larger than `block_size(d)` points are cut
+into random blocks of about that many points (the same number of blocks
+for `x` and `y`) and the estimates
 of the blocks are averaged: the cost then grows linearly with `n`
 (k-d trees slow down quickly with `d`, hence smaller blocks in higher
 dimensions), and `log_block` reports the size of one block. The
@@ -31,9 +44,10 @@ plug-in and shape statistics use all points.
 `pair_statistics(x, y)` is what a model reads (`FEATURES`, the name the
 estimators call a statistics module by, `keras_msets.estimators.
 refined`): the same vector with every KL estimate `v` replaced by
-`sign(v) log(1 + |v|)` (a few are huge for heavy-tailed data), plus the
-copula k-NN estimate at k = 3 in nats (clipped to [-1, 20]), the
-statistic the model corrects (`BASE_FEATURE`).
+`sign(v) log(1 + |v|)` (a few are huge for heavy-tailed data), the
+excesses `knn_excess_k*` of the copula k-NN estimates over the
+reference's (same signed log), and `plugin_corrected` in nats clipped
+to [0, 20], the statistic the model corrects (`BASE_FEATURE`).
 """
 
 import numpy as np
@@ -46,11 +60,14 @@ NEIGHBOURS = (1, 2, 3, 5, 10)
 PARALLEL_POINTS = 500
 # Smallest distance used in a log-ratio (coordinates have unit scale).
 _MIN_DISTANCE = 1e-9
+# Seed stream of the Gaussian reference samples ("RE").
+_REFERENCE_TAG = 0x5245
 STATISTICS = (
     *(f"knn_copula_k{k}" for k in NEIGHBOURS),
-    *(f"knn_standard_k{k}" for k in NEIGHBOURS),
+    *(f"knn_reference_k{k}" for k in NEIGHBOURS),
     "plugin_copula",
     "plugin_standard",
+    "plugin_corrected",
     "mean_abs_skew",
     "mean_log_kurtosis",
     "max_log_kurtosis",
@@ -59,6 +76,9 @@ STATISTICS = (
     "log_m",
     "log_block",
 )
+# k-NN estimates on the standardized coordinates: computed only on
+# request (`kl_statistics(..., standardized_knn=True)`, appended).
+STANDARDIZED_KNN = tuple(f"knn_standard_k{k}" for k in NEIGHBOURS)
 MIN_POINTS = 10  # each set needs at least this many rows
 
 
@@ -162,6 +182,64 @@ def shrunk_gaussian_kl(x, y):
     return float(0.5 * (trace + delta @ delta - d + logdet_q - logdet_p))
 
 
+def corrected_gaussian_kl(x, y):
+    """KL divergence of Gaussians fitted to `x` and `y`, each term with its
+    finite-sample bias under Gaussian data removed (nan where `n < d + 2`
+    or `m < d + 3`, or a covariance is singular).
+
+    With `S_x`, `S_y` the unbiased sample covariances (`n - 1`, `m - 1`
+    degrees of freedom), `c = (m - 1) / (m - d - 2)` (`E[S_y^-1] = c
+    Sigma_y^-1`) and `delta` the difference of the sample means:
+    `t = tr(S_y^-1 S_x) / c` is unbiased for `tr(Sigma_y^-1 Sigma_x)`,
+    `delta' S_y^-1 delta / c - t / n - d / m` for the mean term, and each
+    log-determinant loses its Wishart bias (`mi_statistics.log_det_bias`,
+    Misra, Singh & Demchuk 2005), so the estimate is unbiased for
+    Gaussian `P` and `Q`. Not clipped at 0.
+    """
+    from keras_msets.stats.mi_statistics import log_det_bias
+
+    n, d = x.shape
+    m = y.shape[0]
+    if n < d + 2 or m < d + 3:
+        return float("nan")
+    cov_x = np.atleast_2d(np.cov(x, rowvar=False))
+    cov_y = np.atleast_2d(np.cov(y, rowvar=False))
+    sign_x, logdet_x = np.linalg.slogdet(cov_x)
+    sign_y, logdet_y = np.linalg.slogdet(cov_y)
+    if sign_x <= 0 or sign_y <= 0:
+        return float("nan")
+    if not np.isfinite(logdet_x + logdet_y):
+        return float("nan")
+    inverse_factor = (m - 1) / (m - d - 2)
+    try:
+        solved = np.linalg.solve(cov_y, cov_x)
+        delta = y.mean(axis=0) - x.mean(axis=0)
+        mahalanobis = delta @ np.linalg.solve(cov_y, delta)
+    except np.linalg.LinAlgError:
+        return float("nan")
+    trace = np.trace(solved) / inverse_factor
+    mean_term = mahalanobis / inverse_factor - trace / n - d / m
+    logdet_y -= log_det_bias(d, m - 1)
+    logdet_x -= log_det_bias(d, n - 1)
+    return float(0.5 * (trace + mean_term - d + logdet_y - logdet_x))
+
+
+def gaussian_reference(x, y, seed=0):
+    """Gaussian samples of the sizes of `x` and `y` with their (shrunk)
+    sample means and covariances, from a seed fixed by `seed` and the
+    shapes: the pair whose KL divergence the shrunk plug-in gives
+    exactly."""
+    n, d = x.shape
+    m = y.shape[0]
+    rng = np.random.default_rng([_REFERENCE_TAG, seed, n, m, d])
+    out = []
+    for rows, part in ((n, x), (m, y)):
+        mean, cov = _shrunk_fit(part)
+        chol = np.linalg.cholesky(cov)
+        out.append(rng.normal(size=(rows, d)) @ chol.T + mean)
+    return out[0], out[1]
+
+
 def _shape(pooled):
     centred = pooled - pooled.mean(axis=0)
     var = np.maximum((centred**2).mean(axis=0), 1e-300)
@@ -191,36 +269,47 @@ def _blocked_knn(x, y, seed):
     return np.mean(estimates, axis=0), x.shape[0] / blocks
 
 
-def kl_statistics(x, y, seed=0):
+def kl_statistics(x, y, seed=0, standardized_knn=False):
     """The statistics `STATISTICS` of one pair, a float64 vector.
 
     Args:
         x: Samples of `P`, array `[n, d]` with `n >= MIN_POINTS`.
         y: Samples of `Q`, array `[m, d]` with `m >= MIN_POINTS`.
         seed: Seed of the random split into blocks (used only when a set
-            has more than `block_size(d)` rows).
+            has more than `block_size(d)` rows) and of the Gaussian
+            reference pair.
+        standardized_knn: whether to append the k-NN estimates on the
+            standardized coordinates (`STANDARDIZED_KNN`; the models do
+            not read them).
 
     Returns:
-        float64 array `[len(STATISTICS)]`.
+        float64 array `[len(STATISTICS)]` (plus `len(STANDARDIZED_KNN)`).
     """
     x, y = _check(x, y)
     cx, cy = copula_normal(x, y)
     sx, sy = standardized(x, y)
     knn_copula, block = _blocked_knn(cx, cy, seed)
-    knn_standard, _ = _blocked_knn(sx, sy, seed)
-    return np.array(
-        [
-            *knn_copula,
-            *knn_standard,
-            shrunk_gaussian_kl(cx, cy),
-            shrunk_gaussian_kl(sx, sy),
-            *_shape(np.concatenate([sx, sy])),
-            x.shape[1],
-            np.log(x.shape[0]),
-            np.log(y.shape[0]),
-            np.log(block),
-        ]
-    )
+    rx, ry = gaussian_reference(cx, cy, seed)
+    knn_reference, _ = _blocked_knn(rx, ry, seed)
+    plugin_copula = shrunk_gaussian_kl(cx, cy)
+    corrected = corrected_gaussian_kl(cx, cy)
+    if not np.isfinite(corrected):
+        corrected = plugin_copula
+    values = [
+        *knn_copula,
+        *knn_reference,
+        plugin_copula,
+        shrunk_gaussian_kl(sx, sy),
+        corrected,
+        *_shape(np.concatenate([sx, sy])),
+        x.shape[1],
+        np.log(x.shape[0]),
+        np.log(y.shape[0]),
+        np.log(block),
+    ]
+    if standardized_knn:
+        values.extend(_blocked_knn(sx, sy, seed)[0])
+    return np.array(values, dtype=np.float64)
 
 
 # The statistics that are KL estimates (they can be large or negative):
@@ -228,19 +317,33 @@ def kl_statistics(x, y, seed=0):
 _ESTIMATES = [
     i for i, name in enumerate(STATISTICS) if name.startswith(("knn", "plugin"))
 ]
-_BASE = "knn_copula_k3"
-BASE_FEATURE = "base_knn_copula_k3"
-FEATURES = (*STATISTICS, BASE_FEATURE)
+_BASE = "plugin_corrected"
+BASE_FEATURE = "base_plugin_corrected"
+EXCESS = tuple(f"knn_excess_k{k}" for k in NEIGHBOURS)
+FEATURES = (*STATISTICS, *EXCESS, BASE_FEATURE)
+
+
+def _signed_log(values):
+    return np.sign(values) * np.log1p(np.abs(values))
 
 
 def model_inputs(statistics):
     """The model's input rows (`FEATURES`) from rows of `kl_statistics`
-    (`[rows, len(STATISTICS)]`)."""
+    (`[rows, len(STATISTICS)]`; columns beyond those are ignored): the
+    KL estimates through a signed log,
+    the excess of each copula k-NN estimate over the Gaussian
+    reference's (same signed log), and the base in nats clipped to
+    [0, 20]."""
     statistics = np.array(statistics, dtype=np.float64, ndmin=2)
-    base = np.clip(statistics[:, STATISTICS.index(_BASE)], -1.0, 20.0)
-    values = statistics[:, _ESTIMATES]
-    statistics[:, _ESTIMATES] = np.sign(values) * np.log1p(np.abs(values))
-    return np.concatenate([statistics, base[:, None]], axis=1)
+    statistics = statistics[:, : len(STATISTICS)]
+    base = np.clip(statistics[:, STATISTICS.index(_BASE)], 0.0, 20.0)
+    copula = [STATISTICS.index(f"knn_copula_k{k}") for k in NEIGHBOURS]
+    reference = [STATISTICS.index(f"knn_reference_k{k}") for k in NEIGHBOURS]
+    excess = statistics[:, copula] - statistics[:, reference]
+    statistics[:, _ESTIMATES] = _signed_log(statistics[:, _ESTIMATES])
+    return np.concatenate(
+        [statistics, _signed_log(excess), base[:, None]], axis=1
+    )
 
 
 def pair_statistics(x, y, seed=0):
