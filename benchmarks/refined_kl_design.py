@@ -12,7 +12,8 @@ intervals, before and after scaling the intervals by the factor that
 makes the development coverage closest to 0.9 (`interval_scale`). The
 base the models correct (`plugin_corrected`) is scored alone as
 `base_plugin_corrected`, and each candidate with its correction scaled
-by 0, 0.25, 0.5, 0.75, 1 (`correction_scales`: pulled towards the base). The benchmark pairs' statistics are cached in
+by 0, 0.25, 0.5, 0.75, 1 (`correction_scales`: pulled towards the
+base). The benchmark pairs' statistics are cached in
 `results/refined_kl_design/statistics_dev_v2.npz`
 (`refined_kl_table_upgrade.py` writes it from the previous statistics).
 Held-out seeds are not read here.
