@@ -25,7 +25,8 @@ index])`) are disjoint from the benchmark's (seeded by the problem's
 name, `n` and a seed 0-4).
 
 `statistics_table(split, rows, cache_dir)` draws `rows` problems of a
-split, one sample each at a size `n` log-uniform in `[MIN_N, MAX_N]`,
+split, one sample each at a size `n` log-uniform in `[MIN_N, MAX_N]`
+(`[200, 20,000]` for the split `"train_large"`),
 and computes `keras_msets.stats.mi_statistics` of it: the table that the
 `StatisticsRegressionTask` of a mutual-information preset trains on. It
 is cached on disk in chunks (an interrupted run resumes).
@@ -39,15 +40,24 @@ from scipy import special
 from keras_msets.stats import mi_statistics as stats
 
 SEED_TAG = 29_2026  # first word of every training seed sequence
-SPLITS = {"train": 0, "validation": 1, "test": 2, "train_gaussian": 3}
-# Extra training rows: Gaussian latents only, with a larger mutual
-# information (the drawn family has few strongly dependent Gaussians in
-# high d).
-EXTRA = {
-    "train_gaussian": {"family": "gaussian", "information_range": (0.3, 15.0)}
+SPLITS = {
+    "train": 0,
+    "validation": 1,
+    "test": 2,
+    "train_gaussian": 3,
+    "train_large": 4,
 }
 MIN_N = 10
 MAX_N = 5_000
+# Extra training rows: Gaussian latents only, with a larger mutual
+# information (the drawn family has few strongly dependent Gaussians in
+# high d); rows of every family at larger sizes (`n_range`: the sizes
+# drawn, log-uniform; `(MIN_N, MAX_N)` elsewhere), so that n = 10,000 lies
+# inside the trained range.
+EXTRA = {
+    "train_gaussian": {"family": "gaussian", "information_range": (0.3, 15.0)},
+    "train_large": {"n_range": (200, 20_000)},
+}
 MAX_DIM = 25
 CHUNK = 50  # rows per cache file
 
@@ -257,12 +267,22 @@ def random_problem(rng, family=None, information_range=(0.01, 10.0)):
     return Problem(str(family), dim_x, dim_y, truth, draw, " ".join(notes))
 
 
+def table_sample(split, index):
+    """`(problem, x, y)`: the problem and sample of row `index` of
+    `split`."""
+    rng = np.random.default_rng([SEED_TAG, SPLITS[split], index])
+    options = dict(EXTRA.get(split, {}))
+    n_range = options.pop("n_range", (MIN_N, MAX_N))
+    problem = random_problem(rng, **options)
+    n = int(round(_log_uniform(rng, *n_range)))
+    x, y = problem.sample(n, rng)
+    return problem, x, y
+
+
 def table_row(split, index):
     """`(features, truth, info)` of row `index` of `split`."""
-    rng = np.random.default_rng([SEED_TAG, SPLITS[split], index])
-    problem = random_problem(rng, **EXTRA.get(split, {}))
-    n = int(round(_log_uniform(rng, MIN_N, MAX_N)))
-    x, y = problem.sample(n, rng)
+    problem, x, y = table_sample(split, index)
+    n = x.shape[0]
     features = stats.mi_statistics(x, y, seed=index)
     info = (problem.family, n, problem.dim_x, problem.dim_y)
     return features, problem.truth, info
@@ -316,6 +336,7 @@ def statistics_table(split, rows, cache_dir, log=None):
 DEFAULT_ROWS = {
     "train": 10000,
     "train_gaussian": 3000,
+    "train_large": 4000,
     "validation": 400,
     "test": 400,
 }
@@ -330,7 +351,7 @@ def default_cache_dir():
     root = pathlib.Path(root) if root else pathlib.Path.home() / ".cache"
     if not os.environ.get("KERAS_MSETS_CACHE"):
         root = root / "keras_msets"
-    return root / "mi_statistics_v3"
+    return root / "mi_statistics_v4"
 
 
 def main(argv=None):
@@ -342,8 +363,17 @@ def main(argv=None):
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
     cache_dir = args.cache_dir or default_cache_dir()
-    for split in ("validation", "test", "train", "train_gaussian"):
+    for split in (
+        "validation",
+        "test",
+        "train",
+        "train_gaussian",
+        "train_large",
+    ):
         statistics_table(split, DEFAULT_ROWS[split], cache_dir, log=print)
+    statistics_table(
+        "train_large", DEFAULT_ROWS["train_large"], cache_dir, log=print
+    )
 
 
 if __name__ == "__main__":

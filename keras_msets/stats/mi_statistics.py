@@ -29,6 +29,12 @@ exponentials, bimodal marginals all look alike here):
   2005; `corrected_gaussian_information`), nearly unbiased where the
   copula is Gaussian; the shrunk plug-in where `n < d_x + d_y + 2` or
   the covariance is singular;
+- the canonical structure of the shrunk plug-in: `canonical_top`, the
+  information `-0.5 log(1 - s_1^2)` of the largest canonical correlation
+  `s_1`, and `canonical_share`, its share of the plug-in (the plug-in is
+  the sum over all canonical correlations): a few very strong
+  components, where rank-based normal scores attenuate the dependence,
+  look different from many moderate ones;
 - the Mardia kurtosis of the joint copula-normal sample and of each side
   (log of its ratio to the Gaussian value `p (p + 2)`), which says how
   far the dependence is from a Gaussian copula;
@@ -61,6 +67,8 @@ FEATURES = (
     *(f"ksg_excess_k{k}" for k in NEIGHBOURS),
     "plugin",
     "plugin_corrected",
+    "canonical_top",
+    "canonical_share",
     "log_kurtosis_joint",
     "log_kurtosis_x",
     "log_kurtosis_y",
@@ -255,6 +263,27 @@ def corrected_gaussian_information(zx, zy):
     return float(0.5 * (parts[0] + parts[1] - parts[2]))
 
 
+def canonical_information(corr, dim_x):
+    """`(canonical_top, canonical_share)` of a correlation matrix `corr`
+    of `[x, y]` (`dim_x` columns of x): the Gaussian information of the
+    largest canonical correlation and its share of the total."""
+
+    def inverse_root(block):
+        values, vectors = np.linalg.eigh(block)
+        return vectors / np.sqrt(np.maximum(values, 1e-12)) @ vectors.T
+
+    whitened = (
+        inverse_root(corr[:dim_x, :dim_x])
+        @ corr[:dim_x, dim_x:]
+        @ inverse_root(corr[dim_x:, dim_x:])
+    )
+    singular = np.clip(np.linalg.svd(whitened, compute_uv=False), 0, 1 - 1e-12)
+    parts = -0.5 * np.log1p(-(singular**2))
+    total = float(np.sum(parts))
+    top = float(parts.max())
+    return top, (top / total if total > 0 else 1.0)
+
+
 def _log_kurtosis(z, corr):
     """log of Mardia's kurtosis over its Gaussian value `p (p + 2)`."""
     p = z.shape[1]
@@ -307,6 +336,7 @@ def mi_statistics(x, y, seed=0):
     corrected = corrected_gaussian_information(zx, zy)
     if np.isnan(corrected):
         corrected = copula[0]
+    canonical = canonical_information(corr, dim_x)
     return np.array(
         [
             *ksg,
@@ -314,6 +344,7 @@ def mi_statistics(x, y, seed=0):
             *(np.asarray(ksg) - np.asarray(reference)),
             copula[0],
             corrected,
+            *canonical,
             *copula[1:],
             np.log(x.shape[0]),
             np.log(block),

@@ -95,3 +95,46 @@ def test_dimensions_beyond_the_trained_ones_fall_back_to_ksg():
     assert np.isnan(estimate.low) and np.isnan(estimate.high)
     with pytest.raises(ValueError, match="outside what preset"):
         estimators.mutual_information(x, y, out_of_distribution="raise")
+
+
+def _statistics(x, y):
+    from keras_msets.stats import mi_statistics
+
+    values = mi_statistics.mi_statistics(x, y, seed=0)
+    return dict(zip(mi_statistics.FEATURES, values, strict=True))
+
+
+def _serves():
+    from keras_msets import zoo
+
+    return zoo.info(PRESET)["serves"]
+
+
+def test_the_base_answers_where_the_ksg_excess_is_within_the_gate():
+    gate = _serves()["base_gate"]
+    x, y, _ = _gaussian_pair(400, 2, 2, 0.5, seed=6)
+    features = _statistics(x, y)
+    # This Gaussian pair's KSG matches its Gaussian reference closely.
+    assert abs(features[gate["feature"]]) < gate["below"]
+    estimate = estimators.mutual_information(x, y, interval=0.9)
+    base = max(features[_serves()["base_feature"]], 0.0)
+    assert estimate.value == pytest.approx(base, rel=1e-6)
+    assert estimate.low <= estimate.value <= estimate.high
+
+
+def test_outside_the_gate_the_model_raises_a_blind_base():
+    # Dependence without correlation: the plug-in sees almost nothing,
+    # the KSG excess is large, and the model's answer (not the gate's)
+    # lies well above the base, inside its interval.
+    serves = _serves()
+    gate = serves["base_gate"]
+    rng = np.random.default_rng(7)
+    for n, d in ((60, 1), (2000, 2)):
+        x = rng.normal(size=(n, d))
+        y = x**2 + 0.3 * rng.normal(size=(n, d))
+        features = _statistics(x, y)
+        assert abs(features[gate["feature"]]) >= gate["below"]
+        base = max(features[serves["base_feature"]], 0.0)
+        estimate = estimators.mutual_information(x, y, interval=0.9)
+        assert estimate.value > base + 0.2
+        assert estimate.low <= estimate.value <= estimate.high
