@@ -387,8 +387,9 @@ plot_intervals(
 ## KL divergence with intervals, and a two-sample call, off the Gaussians
 
 `kl_divergence` without `model=` uses `knn_refined_kl_divergence`, which
-corrects k-NN statistics computed after one invertible map of both sets
-and returns a 90 % interval. Two problems with exact answers (the KL
+corrects a bias-corrected Gaussian plug-in with k-NN statistics, all
+computed after one invertible map of both sets, and returns a 90 %
+interval. Two problems with exact answers (the KL
 divergence does not change under one invertible map of both
 distributions): independent Gamma(2, 1) against Gamma(2, 1.5)
 coordinates in d = 10 (a closed form per coordinate), and
