@@ -27,8 +27,8 @@ installed preset; with `--results DIR` (a copy of the cache) the
 installed preset's records stay untouched.
     KERAS_BACKEND=jax python benchmarks/refined_mi_benchmark.py --speed
 
-`--speed` times one pair at n = 1e3, 1e4, 1e5 (d_x = d_y = 1, 5, 25)
-after a first call, on the current backend, into
+`--speed` times one pair at n = 1e3, 1e4, 1e5 (`--speed-sizes`; d_x =
+d_y = 1, 5, 25) after a first call, on the current backend, into
 `refined_mi_speed_<backend>.json`.
 """
 
@@ -386,7 +386,7 @@ def write_summary(root, sizes):
     print("\n".join(full))
 
 
-def speed(root, repeats=3):
+def speed(root, repeats=3, sizes=(1000, 10000, 100000)):
     import keras
 
     from keras_msets import estimators
@@ -398,7 +398,7 @@ def speed(root, repeats=3):
     )
     rows = []
     for d in (1, 5, 25):
-        for n in (1000, 10000, 100000):
+        for n in sizes:
             x = rng.normal(size=(n, d))
             y = x + rng.normal(size=(n, d))
             times = []
@@ -452,10 +452,17 @@ def main(argv=None):
         help="delete the cached refined records first (a new preset)",
     )
     parser.add_argument("--speed", action="store_true")
+    parser.add_argument(
+        "--speed-sizes",
+        type=int,
+        nargs="+",
+        default=[1000, 10000, 100000],
+        help="the n of the --speed table",
+    )
     parser.add_argument("--results", type=pathlib.Path, default=ROOT)
     args = parser.parse_args(argv)
     if args.speed:
-        speed(args.results)
+        speed(args.results, sizes=args.speed_sizes)
         return
     if args.model is not None:
         est.REFINED_MI = args.model
