@@ -14,10 +14,11 @@ exponentials, bimodal marginals all look alike here):
 - the same KSG estimates on a Gaussian sample with the sample's (shrunk)
   copula-normal correlation matrix, cut into as many blocks of the same
   size (`gaussian_reference_ksg`), and the differences `ksg_excess_k*`
-  of the sample's from them: among laws with Gaussian marginals and a
-  given correlation the Gaussian has the least mutual information, so
-  the excess estimates how far `I` lies above the Gaussian-copula value
-  `I_G`, with about the same KSG bias on both sides;
+  of the sample's from them: the excess estimates how far `I` lies from
+  the Gaussian-copula value `I_G`, with about the same KSG bias on both
+  sides (with one column per side, among laws with Gaussian marginals
+  and a given correlation the Gaussian has the least mutual
+  information, so `I >= I_G`; with vector sides that need not hold);
 - the Gaussian plug-in `0.5 (log det R_xx + log det R_yy - log det R)` of
   the copula-normal correlation matrix `R`, shrunk towards the identity
   with weight `(d_x + d_y) / (d_x + d_y + n)` so that it stays finite for
