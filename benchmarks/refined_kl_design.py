@@ -21,6 +21,7 @@ Held-out seeds are not read here.
     KERAS_BACKEND=torch python benchmarks/refined_kl_design.py
     KERAS_BACKEND=torch python benchmarks/refined_kl_design.py \\
         --candidates corrected_8000 corrected_nostandard_8000
+    python benchmarks/refined_kl_design.py --base-bias
 
 Writes `results/refined_kl_design/design.json` (one entry per candidate,
 kept across runs; the entries `base_*`, `diff_*` and `wide_*` were
@@ -264,10 +265,47 @@ def score(rows, quantiles, seeds, scale=1.0):
     return per_n
 
 
+def base_bias(seeds=range(100, 120), sizes=(50, 150, 1000)):
+    """Mean signed and absolute error of `plugin_corrected` and of the
+    copula k-NN estimate at k = 3 (the previous base) per KL problem and
+    n, over `seeds` (seeds neither split of the benchmark uses), into
+    `results/refined_kl_design/base_bias.json`."""
+    out = {}
+    for problem in problem_sets.kl_problems():
+        for n in sizes:
+            found = {"corrected": [], "knn_copula_k3": []}
+            for seed in seeds:
+                x, y = problem.sample(n, seed)
+                cx, cy = kl_statistics.copula_normal(x, y)
+                value = kl_statistics.corrected_gaussian_kl(cx, cy)
+                if not np.isfinite(value):
+                    value = kl_statistics.shrunk_gaussian_kl(cx, cy)
+                found["corrected"].append(value - problem.truth)
+                knn = kl_statistics.knn_kl_estimates(cx, cy, (3,))[0]
+                found["knn_copula_k3"].append(knn - problem.truth)
+            out[f"{problem.name}/n{n}"] = {
+                key: {
+                    "bias": float(np.mean(v)),
+                    "mae": float(np.mean(np.abs(v))),
+                }
+                for key, v in found.items()
+            }
+            print(problem.name, n, json.dumps(out[f"{problem.name}/n{n}"]))
+    (OUT / "base_bias.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
+    parser.add_argument(
+        "--base-bias",
+        action="store_true",
+        help="only the bias of the base on seeds 100-119 (base_bias.json)",
+    )
     args = parser.parse_args(argv)
+    if args.base_bias:
+        base_bias()
+        return
     seeds = list(runner.DEV_SEEDS)
     rows = benchmark_statistics(seeds, OUT / "statistics_dev_v2.npz")
     rows["statistics"] = current(rows["statistics"])
