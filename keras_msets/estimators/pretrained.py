@@ -154,12 +154,13 @@ def kl_divergence(
 
     The default preset, `knn_refined_kl_divergence` (d = 1..25, sets of
     10 to 100,000 points, `n != m` allowed), refines classical statistics
-    (`keras_msets.estimators.refined`): k-NN KL estimates (Wang, Kulkarni
-    & Verdú 2009) at k = 1..10 and Gaussian plug-ins, computed after one
-    invertible map of both sets (pooled copula-normal coordinates, and
-    pooled standardization), the shape of the pooled marginals and the
-    sizes (`keras_msets.stats.kl_statistics`) go through a small MLP
-    trained on random pairs with exact divergences
+    (`keras_msets.estimators.refined`), all computed after one invertible
+    map of both sets (pooled copula-normal coordinates): a Gaussian
+    plug-in with its finite-sample bias removed (the base), k-NN KL
+    estimates (Wang, Kulkarni & Verdú 2009) at k = 1..10 and their excess
+    over a Gaussian reference pair, shrunk plug-ins, the shape of the
+    pooled marginals and the sizes (`keras_msets.stats.kl_statistics`) go
+    through a small MLP trained on random pairs with exact divergences
     (`keras_msets.data.kl_problems`), which returns quantiles of the
     divergence: the median is the estimate and, with `interval`, two
     quantiles give an interval. Above a `d`-dependent size (2,000 to
