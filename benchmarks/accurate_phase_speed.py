@@ -13,7 +13,14 @@ medians of `--repeats` after one warm-up:
 - `pooling`: a training step (`train_on_batch`, Adam, MSE) of the `CMP`
   case of `benchmarks/speed_vs_plain.py`: `Dense(3 d)` of 32 features,
   then `ComplexMultiplicationPooling(use_initial_weights=True)`, with the
-  layer's `accurate_phase` swapped for each variant.
+  layer's `accurate_phase` swapped for each variant;
+- `layer`: the same training step with the current `accurate_phase`,
+  the layer as it is (`current`: one split of the inputs, one guard of
+  the float64 rest, the phase sum's blocks taken along the set axis)
+  against the layer as it was (`previous`: two slices of the inputs, a
+  second float64 guard, the angles moved to the last axis before the
+  blocks; `PreviousComplexMultiplicationPooling` below). Their outputs on
+  the same weights are compared (`max_output_difference`).
 
 Both variants' angles `hi + lo` are compared in float64 with numpy's
 `arctan2` of the same inputs (`max_error_*`). The load average is stored
@@ -26,8 +33,10 @@ before and after every row.
 
 import argparse
 import json
+import math
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +46,7 @@ from keras import ops
 
 from keras_msets import layers
 from keras_msets.layers import complex_multiplication_pooling as pooling
+from keras_msets.ops import log_polar
 from keras_msets.ops import phase as phase_ops
 from keras_msets.ops.complex import complex_phase
 from keras_msets.ops.complex import complex_split
@@ -59,6 +69,88 @@ def previous_accurate_phase(x):
     lo = ops.stop_gradient(ops.cast(lo, dtype))
     return hi, lo
 
+
+def guarded_accurate_phase(x):
+    """`accurate_phase` with the former float64 guard of `along > 0`."""
+    x = ops.convert_to_tensor(x)
+    dtype = phase_ops._accumulation_dtype(x)
+    x = ops.cast(x, dtype)
+    hi = complex_phase(x)
+    if not phase_ops._float64_available():
+        return phase_ops.accurate_phase(x)
+    real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
+    hi64 = ops.cast(ops.stop_gradient(hi), "float64")
+    cos, sin = ops.cos(hi64), ops.sin(hi64)
+    along = real * cos + imag * sin
+    across = imag * cos - real * sin
+    safe = ops.where(ops.greater(along, 0), along, ops.ones_like(along))
+    lo = ops.cast(across / safe, dtype)
+    lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
+    return hi, lo
+
+
+def _previous_block_sums(hi, lo, length):
+    """Sums blocks of 64 along the last axis (zero padded)."""
+    if length is None:
+        length = ops.shape(hi)[-1]
+    block = phase_ops._PHASE_BLOCK
+    padding = [[0, 0]] * (len(hi.shape) - 1) + [[0, -length % block]]
+    sums = []
+    for part in (hi, lo):
+        part = ops.pad(part, padding)
+        shape = tuple(ops.shape(part)[:-1]) + (-1, block)
+        sums.append(ops.sum(ops.reshape(part, shape), axis=-1))
+    return sums
+
+
+def previous_phase_sum(phase, axis, wrap_phase, phase_lo=None):
+    """The exact phase sum as computed before: angles moved to the last
+    axis, then blocks of 64 (static lengths only, as in this script)."""
+    phase = ops.moveaxis(phase, axis, -1)
+    hi, lo = phase_ops._split_phase(phase)
+    if phase_lo is not None:
+        lo = lo + ops.moveaxis(phase_lo, axis, -1)
+    length = phase.shape[-1]
+    while length > phase_ops._PHASE_BLOCK:
+        hi, lo = phase_ops._reduce_turns(*_previous_block_sums(hi, lo, length))
+        length = -(-length // phase_ops._PHASE_BLOCK)
+    hi, lo = ops.sum(hi, axis=-1), ops.sum(lo, axis=-1)
+    if wrap_phase:
+        turns = ops.ceil((hi + lo - math.pi) / phase_ops._TWO_PI)
+        hi, lo = phase_ops._reduce_turns(hi, lo, turns)
+    return hi + lo
+
+
+class PreviousComplexMultiplicationPooling(layers.ComplexMultiplicationPooling):
+    """The layer as it was: two slices of the inputs, the float64 guard
+    of `guarded_accurate_phase`, `previous_phase_sum`."""
+
+    def call(self, inputs, mask=None):
+        num_states = self._num_states(inputs.shape)
+        inputs = ops.cast(inputs, "float32")
+        log_modulus = inputs[..., :num_states]
+        direction = inputs[..., num_states:]
+        phase, phase_lo = guarded_accurate_phase(direction)
+        current = log_polar._phase_sum
+        log_polar._phase_sum = previous_phase_sum
+        try:
+            log_modulus, phase = log_polar.log_polar_product(
+                log_modulus, phase, mask=mask, axis=-2, phase_lo=phase_lo
+            )
+        finally:
+            log_polar._phase_sum = current
+        log_modulus = log_modulus + self.initial_log_modulus
+        phase = phase + self.initial_phase
+        return ops.concatenate(
+            [ops.cos(phase), ops.sin(phase), log_modulus], axis=-1
+        )
+
+
+LAYERS = {
+    "current": layers.ComplexMultiplicationPooling,
+    "previous": PreviousComplexMultiplicationPooling,
+}
+KINDS = ("phase", "pooling", "layer")
 
 VARIANTS = {
     "current": phase_ops.accurate_phase,
@@ -99,13 +191,12 @@ def _phase_step(fn, x):
     )
 
 
-def _pooling_step(fn, n, rng):
+def _pooling_step(fn, n, rng, layer=layers.ComplexMultiplicationPooling):
     """One `train_on_batch` of Dense + pooling with `fn` as the phase."""
+    keras.utils.set_random_seed(0)
     inputs = keras.Input((n, FEATURES))
     hidden = keras.layers.Dense(3 * STATES)(inputs)
-    outputs = layers.ComplexMultiplicationPooling(use_initial_weights=True)(
-        hidden
-    )
+    outputs = layer(use_initial_weights=True)(hidden)
     model = keras.Model(inputs, outputs)
     model.compile(keras.optimizers.Adam(1e-3), "mse")
     x = rng.normal(size=(BATCH, n, FEATURES)).astype("float32")
@@ -119,6 +210,7 @@ def _pooling_step(fn, n, rng):
         finally:
             pooling.msets_ops.accurate_phase = saved
 
+    step.initial_output = ops.convert_to_numpy(model.predict_on_batch(x))
     return step
 
 
@@ -146,6 +238,13 @@ def run_row(kind, n, repeats, rng):
     x = rng.normal(size=(BATCH, n, 2 * STATES)).astype("float32")
     if kind == "phase":
         steps = {name: _phase_step(fn, x) for name, fn in VARIANTS.items()}
+    elif kind == "layer":
+        steps = {
+            name: _pooling_step(
+                phase_ops.accurate_phase, n, np.random.default_rng(0), layer
+            )
+            for name, layer in LAYERS.items()
+        }
     else:
         steps = {
             name: _pooling_step(fn, n, np.random.default_rng(0))
@@ -166,6 +265,10 @@ def run_row(kind, n, repeats, rng):
     if kind == "phase":
         for name, fn in VARIANTS.items():
             row[f"max_error_{name}"] = _max_error(fn, x)
+    if kind == "layer":
+        # The same initial weights (same seed) and inputs.
+        current, previous = (s.initial_output for s in steps.values())
+        row["max_output_difference"] = float(np.max(np.abs(current - previous)))
     return row
 
 
@@ -173,6 +276,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=KINDS,
+        default=list(KINDS),
+        help="rows to time (`layer` runs on jax too)",
+    )
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.repeats < 1 or min(args.sizes) < 1:
@@ -192,9 +302,14 @@ def main(argv=None):
         "cpu_count": os.cpu_count(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "repeats": args.repeats,
+        "command": " ".join(
+            ["python benchmarks/accurate_phase_speed.py"]
+            + (sys.argv[1:] if argv is None else list(argv))
+        ),
+        "load_average_start": os.getloadavg(),
         "rows": [],
     }
-    for kind in ("phase", "pooling"):
+    for kind in args.kinds:
         for n in args.sizes:
             row = run_row(kind, n, args.repeats, rng)
             result["rows"].append(row)

@@ -127,8 +127,9 @@ class ComplexMultiplicationPooling(ChecksInputs, keras.layers.Layer):
         working = keras.backend.result_type(inputs.dtype, "float32")
         inputs = ops.cast(inputs, working)
         if self.input_format == "log_polar":
-            log_modulus = inputs[..., :num_states]
-            direction = inputs[..., num_states:]
+            # One split (its gradient one concatenation), not two slices
+            # (each a zero-filled input-sized gradient on some backends).
+            log_modulus, direction = ops.split(inputs, [num_states], axis=-1)
             phase, phase_lo = msets_ops.accurate_phase(direction)
         else:
             log_modulus = ops.log(msets_ops.complex_modulus(inputs))

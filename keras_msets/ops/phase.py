@@ -59,16 +59,18 @@ def _reduce_turns(hi, lo, turns=None):
     return hi - turns * _TWO_PI_HI, lo - turns * _TWO_PI_LO
 
 
-def _block_sums(hi, lo, length):
-    """Sums blocks of `_PHASE_BLOCK` along the last axis (zero padded)."""
+def _block_sums(hi, lo, length, axis):
+    """Sums blocks of `_PHASE_BLOCK` along `axis` (zero padded)."""
     if length is None:
-        length = ops.shape(hi)[-1]
-    padding = [[0, 0]] * (len(hi.shape) - 1) + [[0, -length % _PHASE_BLOCK]]
+        length = ops.shape(hi)[axis]
+    padding = [[0, 0]] * len(hi.shape)
+    padding[axis] = [0, -length % _PHASE_BLOCK]
     sums = []
     for part in (hi, lo):
         part = ops.pad(part, padding)
-        shape = tuple(ops.shape(part)[:-1]) + (-1, _PHASE_BLOCK)
-        sums.append(ops.sum(ops.reshape(part, shape), axis=-1))
+        shape = tuple(ops.shape(part))
+        shape = shape[:axis] + (-1, _PHASE_BLOCK) + shape[axis + 1 :]
+        sums.append(ops.sum(ops.reshape(part, shape), axis=axis + 1))
     return sums
 
 
@@ -82,27 +84,27 @@ def _phase_sum(phase, axis, wrap_phase, phase_lo=None):
     modulo 2 pi exactly, level after level, so no partial sum exceeds
     about 64 pi. The result is congruent to the exact sum modulo 2 pi,
     within about 1e-6 rad at 10**5 elements; it equals the plain sum for
-    sets of at most 64 angles in `[-pi, pi]`.
+    sets of at most 64 angles in `[-pi, pi]`. The blocks are taken along
+    `axis` itself (no transposed copy of the angles).
     """
-    phase = ops.moveaxis(phase, axis, -1)
     hi, lo = _split_phase(phase)
     if phase_lo is not None:
-        lo = lo + ops.moveaxis(phase_lo, axis, -1)
-    length = phase.shape[-1]
+        lo = lo + phase_lo
+    length = phase.shape[axis]
     if length is not None:
         while length > _PHASE_BLOCK:
-            hi, lo = _reduce_turns(*_block_sums(hi, lo, length))
+            hi, lo = _reduce_turns(*_block_sums(hi, lo, length, axis))
             length = -(-length // _PHASE_BLOCK)
     else:
         # The length is known only at run time: a fixed number of levels,
         # reducing only where more than one block remains (the result is
         # then the same as with a known length).
         for _ in range(_PHASE_LEVELS):
-            hi, lo = _block_sums(hi, lo, None)
-            several = ops.greater(ops.shape(hi)[-1], 1)
+            hi, lo = _block_sums(hi, lo, None, axis)
+            several = ops.greater(ops.shape(hi)[axis], 1)
             turns = ops.where(several, ops.round(hi / _TWO_PI), 0.0)
             hi, lo = _reduce_turns(hi, lo, turns)
-    hi, lo = ops.sum(hi, axis=-1), ops.sum(lo, axis=-1)
+    hi, lo = ops.sum(hi, axis=axis), ops.sum(lo, axis=axis)
     if wrap_phase:
         hi, lo = _reduce_turns(hi, lo, ops.ceil((hi + lo - math.pi) / _TWO_PI))
     return hi + lo
@@ -363,13 +365,14 @@ def accurate_phase(x):
     # PyTorch `arctan2` computes float64 inputs in float32, so the angle
     # itself is not taken in float64.) `lo` carries no gradient, so the
     # float64 arithmetic runs on constants (no autodiff bookkeeping). The
-    # origin and infinite parts get `lo = 0`, as on JAX.
+    # origin (0 / 0) and infinite parts get `lo = 0`, as on JAX; `along`
+    # is positive everywhere else (`theta - hi` is tiny), so one float32
+    # guard after the quotient is the only one.
     real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
     hi64 = ops.cast(ops.stop_gradient(hi), "float64")
     cos, sin = ops.cos(hi64), ops.sin(hi64)
     along = real * cos + imag * sin
     across = imag * cos - real * sin
-    safe = ops.where(ops.greater(along, 0), along, ops.ones_like(along))
-    lo = ops.cast(across / safe, dtype)
+    lo = ops.cast(across / along, dtype)
     lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
     return hi, lo

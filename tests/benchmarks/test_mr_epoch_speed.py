@@ -14,6 +14,10 @@ SCRIPT = (
 )
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "torch",
+    reason="a check of the script, not of a backend (torch is the fastest)",
+)
 def test_mr_epoch_speed_smoke(tmp_path):
     script = load_script(SCRIPT)
     output = tmp_path / "epochs.json"
