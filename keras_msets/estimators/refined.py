@@ -18,7 +18,10 @@ its `serves` record names:
 - `dims` (each side's dimension) and `set_size` (the supported `n`);
 - optionally `base_gate`, `{"feature": name, "below": value}`: where
   that statistic is within `value` of 0 the estimate is the base itself
-  (the interval widened to hold it if needed).
+  (the interval widened to hold it if needed); with `"scale_feature":
+  other, "scale_power": p` the bound is `value * exp(p * other)` (`p =
+  -0.5` on `log_n`: a bound that shrinks as `1 / sqrt(n)`, the spread
+  of most statistics), `apply_base_gate`.
 
 `statistics_estimates(estimator, preset, x, y, ...)` checks the pairs,
 computes the statistics, runs the model once for all pairs and returns
@@ -318,16 +321,14 @@ def statistics_estimates(
     level = 0.0 if interval is None else interval
     low_q = _quantile_at(quantiles, values, (1 - level) / 2)
     high_q = _quantile_at(quantiles, values, (1 + level) / 2)
-    gate = serves.get("base_gate")
-    if gate is not None:
-        quiet = np.abs(features[:, names.index(gate["feature"])])
-        quiet = quiet < gate["below"]
-        plain = estimates_from_quantiles(
-            np.zeros((rows, 1)), base, serves["target"]
-        )[:, 0]
-        estimate = np.where(quiet, plain, estimate)
-        low_q = np.where(quiet, np.minimum(low_q, plain), low_q)
-        high_q = np.where(quiet, np.maximum(high_q, plain), high_q)
+    estimate, low_q, high_q = apply_base_gate(
+        serves.get("base_gate"),
+        features,
+        names,
+        base,
+        serves["target"],
+        (estimate, low_q, high_q),
+    )
     flagged = [i for i, r in enumerate(outside) if r]
     if flagged:
         _handle_outside(
@@ -347,6 +348,29 @@ def statistics_estimates(
             float(estimate[0]), float(low_q[0]), float(high_q[0]), interval
         )
     return Estimate(estimate, low_q, high_q, interval)
+
+
+def apply_base_gate(gate, features, names, base, target, answers):
+    """`answers` (estimate, low, high: arrays `[rows]`) with the base
+    itself as the estimate where the statistic `gate["feature"]` is
+    within the gate's bound of 0 (module docstring), the interval
+    widened to hold it; `answers` unchanged where `gate` is None."""
+    if gate is None:
+        return answers
+    estimate, low_q, high_q = answers
+    bound = np.full(features.shape[0], float(gate["below"]))
+    if gate.get("scale_feature") is not None:
+        scale = features[:, names.index(gate["scale_feature"])]
+        bound = bound * np.exp(float(gate["scale_power"]) * scale)
+    quiet = np.abs(features[:, names.index(gate["feature"])]) < bound
+    plain = estimates_from_quantiles(
+        np.zeros((features.shape[0], 1)), base, target
+    )[:, 0]
+    return (
+        np.where(quiet, plain, estimate),
+        np.where(quiet, np.minimum(low_q, plain), low_q),
+        np.where(quiet, np.maximum(high_q, plain), high_q),
+    )
 
 
 def _handle_outside(
