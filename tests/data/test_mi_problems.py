@@ -52,3 +52,23 @@ def test_rows_are_reproducible_and_cached(tmp_path, monkeypatch):
     again = mi_problems.statistics_table("test", 4, tmp_path)
     np.testing.assert_array_equal(first["features"], again["features"])
     np.testing.assert_array_equal(first["truth"], again["truth"])
+
+
+def test_the_large_split_draws_its_own_sizes():
+    # train_large: n log-uniform in its n_range; the other splits keep
+    # (MIN_N, MAX_N). The same row index gives the same sample.
+    low, high = mi_problems.EXTRA["train_large"]["n_range"]
+    sizes = [
+        mi_problems.table_sample("train_large", i)[1].shape[0]
+        for i in range(12)
+    ]
+    assert all(low <= n <= high for n in sizes)
+    assert max(sizes) > mi_problems.MAX_N
+    sizes = [
+        mi_problems.table_sample("train", i)[1].shape[0] for i in range(12)
+    ]
+    assert all(mi_problems.MIN_N <= n <= mi_problems.MAX_N for n in sizes)
+    first = mi_problems.table_sample("train_large", 3)
+    again = mi_problems.table_sample("train_large", 3)
+    np.testing.assert_array_equal(first[1], again[1])
+    np.testing.assert_array_equal(first[2], again[2])
