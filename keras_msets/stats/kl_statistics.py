@@ -31,8 +31,11 @@
 - `d`, `log n`, `log m`.
 
 All neighbour distances come from one query per pair of sets
-(`scipy.spatial.cKDTree`, `k = max(NEIGHBOURS)`), so the cost is that
-of two k-NN estimates (the copula-normal pair and its reference). For
+(`k = max(NEIGHBOURS)`; `nearest_distances`: `scipy.spatial.cKDTree`,
+or in `d > BRUTE_MIN_DIM` on sets of at most `BRUTE_POINTS` points, where
+a k-d tree is no faster than comparing every pair, a blocked distance
+matrix), so the cost is that of two k-NN estimates (the copula-normal
+pair and its reference). For
 the k-NN statistics, sets larger than `block_size(d)` points are cut
 into random blocks of about that many points (the same number of blocks
 for `x` and `y`) and the estimates
@@ -58,6 +61,14 @@ NEIGHBOURS = (1, 2, 3, 5, 10)
 # k-NN queries on sets of at least this many points in d >= 5 run on two
 # threads (the same distances; k-d trees in higher d cost about n^2 d).
 PARALLEL_POINTS = 500
+# Queries in d > BRUTE_MIN_DIM on sets of at most BRUTE_POINTS points
+# compare every pair (`nearest_distances`); k-d trees elsewhere.
+BRUTE_MIN_DIM = 8
+BRUTE_POINTS = 2_000
+# Rows of the distance matrix per block, and the candidates beyond k kept
+# from the float32 distances before the exact float64 ones decide.
+_BRUTE_ROWS = 256
+_BRUTE_EXTRA = 4
 # Smallest distance used in a log-ratio (coordinates have unit scale).
 _MIN_DISTANCE = 1e-9
 # Seed stream of the Gaussian reference samples ("RE").
@@ -130,6 +141,71 @@ def standardized(x, y):
     return (x - mean) / std, (y - mean) / std
 
 
+def _brute_block(queries, points, points32, norms, k):
+    """Sorted distances of the `k` nearest `points` to each row of
+    `queries`: candidates from float32 squared distances (less the
+    queries' norms), the exact float64 distances of the `k + _BRUTE_EXTRA`
+    best of them sorted."""
+    m = points.shape[0]
+    take = min(k + _BRUTE_EXTRA, m)
+    rows = queries.shape[0]
+    if take < m:
+        scores = queries.astype(np.float32) @ points32.T
+        scores *= -2
+        scores += norms
+        kth = np.partition(scores, take - 1, axis=1)[:, take - 1 : take]
+        flat = np.flatnonzero(scores <= kth)
+        if flat.size == rows * take:
+            columns = (flat % m).reshape(rows, take)
+        else:  # equal float32 scores at the boundary
+            columns = np.argpartition(scores, take - 1, axis=1)[:, :take]
+    else:
+        columns = np.broadcast_to(np.arange(m), (rows, m))
+    diff = points[columns] - queries[:, None, :]
+    distances = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    distances.sort(axis=1)
+    return distances[:, :k]
+
+
+def nearest_distances(points, queries, k, brute=None):
+    """`[len(queries), k]` sorted Euclidean distances from each query row
+    to its `k` nearest rows of `points` (a row of `points` equal to the
+    query included, at distance 0).
+
+    By `scipy.spatial.cKDTree`, or (`brute=None`: in `d > BRUTE_MIN_DIM`
+    on sets of at most `BRUTE_POINTS` points) by blocks of a distance
+    matrix: the same distances up to rounding where no two candidates lie
+    within float32 precision of each other. Sets of `PARALLEL_POINTS` or
+    more in `d >= 5` use two threads.
+    """
+    n, d = queries.shape
+    m = points.shape[0]
+    parallel = d >= 5 and max(n, m) >= PARALLEL_POINTS
+    if brute is None:
+        brute = d > BRUTE_MIN_DIM and max(n, m) <= BRUTE_POINTS
+    if not brute:
+        from scipy.spatial import cKDTree
+
+        found, _ = cKDTree(points).query(
+            queries, k=k, workers=2 if parallel else 1
+        )
+        return found.reshape(n, k)
+    points32 = points.astype(np.float32)
+    norms = np.einsum("ij,ij->i", points32, points32)
+
+    def block(start):
+        part = queries[start : start + _BRUTE_ROWS]
+        return _brute_block(part, points, points32, norms, k)
+
+    starts = range(0, n, _BRUTE_ROWS)
+    if parallel and n > _BRUTE_ROWS:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:
+            return np.concatenate(list(pool.map(block, starts)))
+    return np.concatenate([block(start) for start in starts])
+
+
 def knn_kl_estimates(x, y, neighbours=NEIGHBOURS):
     """Wang-Kulkarni-Verdú estimates at every `k` of `neighbours`.
 
@@ -138,14 +214,11 @@ def knn_kl_estimates(x, y, neighbours=NEIGHBOURS):
     Queries on sets of `PARALLEL_POINTS` or more points with `d >= 5` use
     two threads.
     """
-    from scipy.spatial import cKDTree
-
     n, d = x.shape
     m = y.shape[0]
     k_max = min(max(neighbours), n - 1, m)
-    workers = 2 if d >= 5 and max(n, m) >= PARALLEL_POINTS else 1
-    within, _ = cKDTree(x).query(x, k=k_max + 1, workers=workers)
-    between, _ = cKDTree(y).query(x, k=k_max, workers=workers)
+    within = nearest_distances(x, x, k_max + 1)
+    between = nearest_distances(y, x, k_max)
     within = np.maximum(within.reshape(n, -1)[:, 1:], _MIN_DISTANCE)
     between = np.maximum(between.reshape(n, -1), _MIN_DISTANCE)
     log_ratio = np.log(between) - np.log(within)
