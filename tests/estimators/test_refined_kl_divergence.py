@@ -118,3 +118,56 @@ def test_more_dimensions_than_trained_fall_back_to_knn():
         warnings.simplefilter("always")
         _kl(x, y, out_of_distribution="warn")
     assert any("not trained" in str(w.message) for w in caught)
+
+
+def _features(x, y):
+    from keras_msets.stats import kl_statistics
+
+    values = kl_statistics.pair_statistics(x, y)
+    return dict(zip(kl_statistics.FEATURES, values, strict=True))
+
+
+def _serves():
+    from keras_msets import zoo
+
+    return zoo.info(PRESET)["serves"]
+
+
+@pytest.mark.parametrize("seed, inside", [(3, True), (1, False)])
+def test_the_base_answers_where_the_knn_excess_is_within_the_gate(seed, inside):
+    serves = _serves()
+    gate = serves["base_gate"]
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(400, 2))
+    y = rng.normal(size=(300, 2)) + 0.5
+    features = _features(x, y)
+    assert (abs(features[gate["feature"]]) < gate["below"]) == inside
+    base = max(features[serves["base_feature"]], 0.0)
+    estimate = _kl(x, y, interval=0.9)
+    assert (estimate.value == pytest.approx(base, rel=1e-9)) == inside
+    assert estimate.low <= estimate.value <= estimate.high
+
+
+def test_a_gate_bound_scaled_by_another_statistic():
+    from keras_msets.estimators.refined import apply_base_gate
+
+    names = ["excess", "log_n"]
+    # |excess| 0.02 at n = 100 and 10,000; bound 0.1 / sqrt(n / 100).
+    features = np.array([[0.02, np.log(100.0)], [0.02, np.log(10_000.0)]])
+    gate = {
+        "feature": "excess",
+        "below": 0.1 * np.sqrt(100.0),
+        "scale_feature": "log_n",
+        "scale_power": -0.5,
+    }
+    base = np.array([1.0, 1.0])
+    answers = (np.array([2.0, 2.0]), np.array([1.5, 1.5]), np.array([3.0, 3.0]))
+    value, low, high = apply_base_gate(
+        gate, features, names, base, "log1p", answers
+    )
+    np.testing.assert_allclose(value, [1.0, 2.0])
+    np.testing.assert_allclose(low, [1.0, 1.5])
+    np.testing.assert_allclose(high, [3.0, 3.0])
+    assert apply_base_gate(None, features, names, base, "log1p", answers) is (
+        answers
+    )

@@ -177,3 +177,32 @@ def test_corrected_plugin_needs_enough_points():
     x, y = rng.normal(size=(10, 12)), rng.normal(size=(12, 12))
     named = dict(zip(ks.STATISTICS, ks.kl_statistics(x, y), strict=True))
     assert named["plugin_corrected"] == named["plugin_copula"]
+
+
+@pytest.mark.parametrize(
+    "n, m, d, k",
+    [
+        (ks.PARALLEL_POINTS + 40, 600, 16, 10),  # two threads, two blocks
+        (120, 90, 12, 11),
+        (40, 12, 9, 11),  # k + 4 candidates cover all of `points`
+    ],
+)
+def test_distance_matrix_matches_the_tree(n, m, d, k):
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(n, d))
+    # Every row of `y` twice: with k + 4 odd (k = 11) the last candidate
+    # has an equal twin (the argpartition fallback).
+    y = np.repeat(rng.normal(size=(m // 2, d)), 2, axis=0)
+    for points in (x, y):
+        brute = ks.nearest_distances(points, x, k, brute=True)
+        tree = ks.nearest_distances(points, x, k, brute=False)
+        assert brute.shape == (n, k)
+        assert np.all(brute[:, 1:] >= brute[:, :-1])
+        np.testing.assert_allclose(brute, tree, rtol=1e-12, atol=1e-12)
+
+
+def test_statistics_in_high_dimension_use_the_distance_matrix(monkeypatch):
+    x, y = _pair(n=300, d=12, seed=4)
+    fast = ks.kl_statistics(x, y[:250])
+    monkeypatch.setattr(ks, "BRUTE_POINTS", 0)
+    np.testing.assert_allclose(ks.kl_statistics(x, y[:250]), fast, rtol=1e-12)
