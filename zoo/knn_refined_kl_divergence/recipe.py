@@ -18,6 +18,12 @@ CACHE = os.environ.get(
     os.path.expanduser("~/.cache/keras_msets/kl_statistics_v3"),
 )
 
+# The base answers where |knn_excess_k2| < 0.03 (its interval widened to
+# hold it): chosen on the benchmark's development seeds among the k-NN
+# excesses at every k, fixed and 1 / sqrt(n) bounds, and corrections
+# shrunk with n (benchmarks/refined_kl_gate.py).
+GATE = {"feature": "knn_excess_k2", "below": 0.03}
+
 BENCHMARK_TABLE = (
     pathlib.Path(__file__).resolve().parents[2]
     / "benchmarks/results/estimator_benchmark/refined_kl_card.md"
@@ -56,6 +62,7 @@ RECIPE = Recipe(
             "preprocessing": "statistics",
             "statistics": "keras_msets.stats.kl_statistics",
             "base_feature": kl_statistics.BASE_FEATURE,
+            "base_gate": GATE,
             "clipped_features": ["log_n", "log_m", "log_block"],
             "paired": False,
             "symmetric": False,
@@ -105,7 +112,11 @@ far the divergence lies from the Gaussian one, with about the same k-NN
 bias on both sides), shrunk plug-ins on the copula-normal and the
 pooled-standardized coordinates, the shape of the pooled marginals, d,
 log n, log m. It predicts nine quantiles (2.5 % to 97.5 %) of
-`log(1 + KL) - log(1 + base)` (pinball loss). It was trained on random
+`log(1 + KL) - log(1 + base)` (pinball loss). Where the excess at k = 2
+is within 0.03 of 0 (the k-NN estimates see no departure from the
+Gaussian reference) the estimate is the base itself, the interval
+widened to hold it (`serves["base_gate"]`; the model's test metrics
+below are without it). It was trained on random
 pairs of `keras_msets.data.kl_problems`: Gaussians (shifts, isotropic,
 diagonal, sparse and dense covariance changes, identical pairs), Gamma
 and uniform coordinates, each through a random invertible map applied
