@@ -28,7 +28,9 @@ only what is missing), then summarizes:
 `--speed` times one pair at n = 1e3, 1e4, 1e5 (d = 1, 5, 16) after a
 first call, on the current backend, into `refined_kl_speed_<backend>.json`.
 `--threads` compares one and two threads for the k-NN queries at n =
-1,000 (d = 5, 16) into `refined_kl_threads.json`.
+1,000 (d = 5, 16) into `refined_kl_threads.json`; `--brute` the k-d
+trees and the distance matrix (`kl_statistics.nearest_distances`) at n =
+1,000 and 2,000 (d = 12, 16, 25) into `refined_kl_brute.json`.
 """
 
 import argparse
@@ -365,6 +367,44 @@ def threads(root, repeats=15):
         json.dump(out, f, indent=1)
 
 
+def brute(root, repeats=15):
+    """One pair at n = 1,000 and 2,000 (d = 12, 16, 25) with the k-NN
+    queries by k-d trees (`kl_statistics.BRUTE_POINTS = 0`) and by the
+    distance matrix (the default), alternating, the best of `repeats`
+    calls each, into `refined_kl_brute.json`."""
+    from keras_msets import estimators
+    from keras_msets.stats import kl_statistics
+
+    rng = np.random.default_rng(0)
+    default = kl_statistics.BRUTE_POINTS
+    out = {"load": os.getloadavg(), "rows": []}
+    for d in (12, 16, 25):
+        for n in (1000, 2000):
+            x = rng.normal(size=(n, d))
+            y = rng.normal(size=(n, d)) + 0.5
+            times = {"tree": [], "matrix": []}
+            values = {}
+            for _ in range(repeats):
+                for path, points in (("tree", 0), ("matrix", default)):
+                    kl_statistics.BRUTE_POINTS = points
+                    start = time.perf_counter()
+                    values[path] = estimators.kl_divergence(
+                        x, y, model=est.REFINED_KL, interval=0.9
+                    )
+                    times[path].append(time.perf_counter() - start)
+            kl_statistics.BRUTE_POINTS = default
+            row = {"d": d, "n": n}
+            row.update({f"seconds_{k}": min(v) for k, v in times.items()})
+            row["same_estimate"] = bool(
+                np.allclose(values["tree"], values["matrix"], rtol=1e-9)
+            )
+            out["rows"].append(row)
+            print(row, flush=True)
+    out["load_after"] = os.getloadavg()
+    with open(root / "refined_kl_brute.json", "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
@@ -388,6 +428,11 @@ def main(argv=None):
         help="one thread against two for the k-NN queries (n = 1,000)",
     )
     parser.add_argument(
+        "--brute",
+        action="store_true",
+        help="k-d trees against the distance matrix for the k-NN queries",
+    )
+    parser.add_argument(
         "--mst-dev",
         action="store_true",
         help="also run the Multi-Set Transformers on the development seeds",
@@ -399,6 +444,9 @@ def main(argv=None):
         return
     if args.threads:
         threads(args.results)
+        return
+    if args.brute:
+        brute(args.results)
         return
     seeds = args.seeds or (
         runner.DEV_SEEDS + runner.HELD_OUT_SEEDS

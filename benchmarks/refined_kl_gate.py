@@ -22,9 +22,12 @@ read.
 
     KERAS_BACKEND=torch python benchmarks/refined_kl_gate.py
 
-Writes `results/refined_kl_design/gate.json`.
+Writes `results/refined_kl_design/gate.json` (`--output`: another file;
+`$KERAS_MSETS_ZOO_DIR` selects the presets folder, e.g. one holding an
+earlier version of the preset).
 """
 
+import argparse
 import json
 import os
 import pathlib
@@ -90,13 +93,14 @@ def _validation_score(values, truth):
     low, high = design.scaled_interval(values, 1.0)
     return {
         "validation_mae": float(np.mean(np.abs(values[:, MEDIAN] - truth))),
-        "validation_coverage": float(
-            np.mean((low <= truth) & (truth <= high))
-        ),
+        "validation_coverage": float(np.mean((low <= truth) & (truth <= high))),
     }
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--output", type=pathlib.Path, default=OUT)
+    args = parser.parse_args(argv)
     seeds = list(runner.DEV_SEEDS)
     rows = design.benchmark_statistics(
         seeds, design.OUT / "statistics_dev_v2.npz"
@@ -122,9 +126,12 @@ def main():
         gated = {}
         if gate is not None:
             for key in ("dev", "validation"):
-                same = found[key][:, MEDIAN] == _quantiles(
-                    np.zeros_like(raw[key]), features[key]
-                )[:, MEDIAN]
+                same = (
+                    found[key][:, MEDIAN]
+                    == _quantiles(np.zeros_like(raw[key]), features[key])[
+                        :, MEDIAN
+                    ]
+                )
                 gated[key] = float(np.mean(same))
         out["base_fraction"] = gated
         return out
@@ -168,7 +175,17 @@ def main():
             f"cov {entry['validation_coverage']:.2f} "
             f"base {entry['base_fraction']}"
         )
-    OUT.write_text(json.dumps(report, indent=1) + "\n")
+    report["preset_sha256"] = _weights_sha256()
+    args.output.write_text(json.dumps(report, indent=1) + "\n")
+
+
+def _weights_sha256():
+    import hashlib
+
+    from keras_msets.zoo import registry
+
+    path = registry.preset_dir(PRESET) / "model.weights.h5"
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 if __name__ == "__main__":
