@@ -41,12 +41,16 @@ def _real_params(pair, d, vocab, kernel, inner):
 def test_complex_layer_speed_smoke(tmp_path, capsys):
     script = _load_script()
     output = tmp_path / "speed.json"
-    payload = script.main(["--smoke", "--former", "--output", str(output)])
+    # The former layers (benchmark code) are checked on torch only, where
+    # building them costs least; the layers themselves are tested elsewhere.
+    timed_former = keras.backend.backend() == "torch"
+    former_flag = ["--former"] if timed_former else []
+    payload = script.main(["--smoke", *former_flag, "--output", str(output)])
     saved = json.loads(output.read_text())
     assert saved["backend"] == keras.backend.backend() == payload["backend"]
     assert (
         f"KERAS_BACKEND={keras.backend.backend()} python "
-        "benchmarks/complex_layer_speed.py --smoke --former"
+        "benchmarks/complex_layer_speed.py --smoke"
     ) in saved["command"]
     settings = saved["settings"]
     assert settings["smoke"] is True
@@ -63,10 +67,11 @@ def test_complex_layer_speed_smoke(tmp_path, capsys):
             assert math.isfinite(r[f"ms_{member}"]) and r[f"ms_{member}"] > 0
             assert r[f"warmup_seconds_{member}"] > 0
         assert math.isclose(r["ratio"], r["ms_complex"] / r["ms_real"])
-        # The former attention, timed beside the current one, computes the
+        # The former layer, timed beside the current one, computes the
         # same outputs on the same weights.
         former = r.get("max_output_difference_former")
-        assert (former is not None) == (pair in script.FORMER), pair
+        expected = timed_former and pair in script.FORMER
+        assert (former is not None) == expected, pair
         if former is not None:
             assert former < 1e-5, pair
             assert len(r["ms_complex_former_blocks"]) == 2
