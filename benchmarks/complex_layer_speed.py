@@ -179,7 +179,16 @@ class FormerComplexMultiHeadAttention(cmha.ComplexMultiHeadAttention):
 
 
 class FormerComplexTransformerEncoder(cte.ComplexTransformerEncoder):
-    """`ComplexTransformerEncoder` whose attention is the former one."""
+    """`ComplexTransformerEncoder` with the former attention and the
+    former normalisation (two `LayerNormalization` calls on the split
+    parts)."""
+
+    def _normalize(self, x, block):
+        real, imag = msets_ops.complex_split(x)
+        return msets_ops.complex_merge(
+            getattr(self, f"{block}_layer_norm_real")(real),
+            getattr(self, f"{block}_layer_norm_imag")(imag),
+        )
 
     def build(self, inputs_shape):
         current = cte.ComplexMultiHeadAttention
