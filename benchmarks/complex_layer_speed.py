@@ -72,8 +72,9 @@ so they imply 2. `ratio_over_implied` is the measured ratio over it.
 `--former` also times, in the same blocks and with the complex model's
 weights, the former implementation of the pairs that have one (`FORMER`:
 the attention of four real score products and the overflow-safe modulus
-of the unscaled scores, in the attention and transformer pairs; the
-order embedding with the backend's `cos` and `sin`), and checks that it
+of the unscaled scores, in the attention and transformer pairs, and in
+the transformer two layer normalisations of the split parts; the order
+embedding with the backend's `cos` and `sin`), and checks that it
 gives the same outputs (`max_output_difference_former`).
 
 Writes `benchmarks/results/complex_layer_speed_<backend>.json` (settings,
