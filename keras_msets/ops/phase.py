@@ -219,7 +219,7 @@ def cos_sin(theta):
     of degree 11 and 12 in `r`, whose truncation error is below 1e-9:
     within 2e-7 of the exact values (tested against numpy). Elsewhere
     (other backends, float64) the backend's `cos` and `sin`. Gradients
-    are those of the polynomials (within 2e-7 of `-sin` and `cos`).
+    are those of the polynomials (within 4e-7 of `-sin` and `cos`).
     """
     theta = ops.convert_to_tensor(theta)
     dtype = standardize_dtype(theta.dtype)
