@@ -9,8 +9,10 @@ seconds of setup, call and teardown (this process's, plus those of the
 child processes it waited for, such as a tutorial run by `subprocess`),
 the children's share and the wall seconds. On a shared machine the CPU
 seconds are what a test costs; its wall time depends on the load. A last
-line per process (`"id": "__session__"`) holds the process's CPU seconds
-since it started (collection and imports included) and its children's.
+line per process (`"id": "__session__"`) holds the process's own CPU
+seconds since it started (collection and imports included; not those of
+its children: under pytest-xdist the workers are the children of the
+controlling process).
 """
 
 import argparse
@@ -59,7 +61,7 @@ def pytest_sessionfinish(session):
     _write(
         {
             "id": "__session__",
-            "cpu": round(time.process_time() + _children_cpu(), 3),
+            "cpu": round(time.process_time(), 3),
             "pid": os.getpid(),
         }
     )
@@ -70,7 +72,9 @@ def summary(path, top=40):
     with open(path) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     tests = [r for r in rows if r["id"] != "__session__"]
+    # Processes' own CPU, plus the child processes the tests started.
     processes = [r["cpu"] for r in rows if r["id"] == "__session__"]
+    processes += [r.get("children", 0.0) for r in tests]
     per_file, counts = collections.Counter(), collections.Counter()
     for r in tests:
         name = r["id"].split("::")[0]

@@ -10,14 +10,14 @@ def test_summary_sums_per_file_and_ranks_tests(tmp_path):
     path = tmp_path / "times.jsonl"
     rows = [
         {"id": "tests/a.py::t1", "cpu": 1.5},
-        {"id": "tests/b.py::t2", "cpu": 4.0},
+        {"id": "tests/b.py::t2", "cpu": 4.0, "children": 1.0},
         {"id": "tests/a.py::t3[x]", "cpu": 2.0},
         {"id": "__session__", "cpu": 9.0},
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     lines = cpu_times.summary(path, top=2).splitlines()
     assert lines[0] == (
-        "3 tests, 8 CPU-s in tests; test processes 9 CPU-s in all"
+        "3 tests, 8 CPU-s in tests; test processes 10 CPU-s in all"
     )
     files = lines[lines.index("CPU-s  tests  file") + 1 :][:2]
     assert [f.split() for f in files] == [
