@@ -173,7 +173,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "backend_independent: its outcome does not depend on the Keras "
-        "backend; `make test` runs it on one backend only",
+        "backend (or it checks a recipe's or script's bookkeeping, whose "
+        "steps on the backend, fit, save and load, other tests check on "
+        "every backend); `make test` runs it on one backend only",
     )
     config.addinivalue_line(
         "markers",

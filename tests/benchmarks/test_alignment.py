@@ -9,6 +9,10 @@ import pytest
 from keras_msets.testing import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "alignment.py"
+# TORCH_ONLY_RUNS: the script's documented runs are on torch (RESULTS);
+# its tests that train (store, resume, score stored weights) check
+# bookkeeping and run on one backend under `make test`; the models
+# it trains are checked on every backend in tests/models.
 BOOKS = {"train": ["Gen", "Exod"], "dev": ["Lev"], "test": ["Num"]}
 
 
@@ -54,6 +58,7 @@ def test_pairs_hold_what_their_labels_say():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # see TORCH_ONLY_RUNS
 def test_runs_are_stored_and_resumed(tmp_path, monkeypatch):
     script = load_script(SCRIPT)
     argv = [
@@ -170,6 +175,7 @@ def test_shared_ngrams_weigh_what_both_languages_share():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # see TORCH_ONLY_RUNS
 def test_full_run_scores_the_dev_only_run_weights(tmp_path, monkeypatch):
     script = load_script(SCRIPT)
     argv = ["--tiny", "--variant", "projection", "--rows"]

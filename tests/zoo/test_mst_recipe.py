@@ -28,6 +28,13 @@ from keras_msets.training.tasks.set_task import total_steps
 from keras_msets.zoo import registry
 
 ROOT = Path(__file__).resolve().parents[2]
+# The recipes' bookkeeping (cards, metadata, continued runs, the command
+# line) does not depend on the backend; what does (a recipe's tiny fit,
+# save and load) runs on every backend in
+# test_two_sample_recipe_end_to_end and
+# test_fine_tuned_recipes_start_from_the_kl_preset. So `make test` runs
+# the longer bookkeeping tests on one backend only.
+BOOKKEEPING = pytest.mark.backend_independent
 RECIPES = (
     "mst_kl_divergence",
     "mst_kl_divergence_low_d",
@@ -352,6 +359,7 @@ def test_two_sample_recipe_end_to_end(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@BOOKKEEPING
 def test_a_recipe_continues_a_saved_preset(tmp_path):
     recipe = _tiny("mst_two_sample")
     tiny = dict(batch_size=4, verbose=0)
@@ -404,6 +412,7 @@ def test_a_recipe_continues_a_saved_preset(tmp_path):
 
 
 @pytest.mark.slow
+@BOOKKEEPING
 def test_a_model_for_every_d_records_no_d_and_its_card_every_rate(
     tmp_path, monkeypatch
 ):
@@ -477,6 +486,7 @@ def test_fine_tuned_recipes_start_from_the_kl_preset(name, kl_weights):
         np.testing.assert_array_equal(mine, theirs)
 
 
+@BOOKKEEPING
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name, dims",
@@ -510,6 +520,7 @@ def test_tiny_runs_of_the_fine_tuned_recipes(tmp_path, name, dims):
     assert "--continue-from run1 --output-dir run2" in card
 
 
+@BOOKKEEPING
 def test_recipe_command_line(tmp_path, monkeypatch):
     recipe = _tiny("mst_two_sample")
     parser = recipe.argument_parser()
