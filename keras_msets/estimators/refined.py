@@ -36,7 +36,9 @@ Out of what the preset was trained on: a side with more columns than
 `UserWarning`; its interval is `(nan, nan)`: no calibrated interval
 exists for it), `"warn"` keeps the model's answer with a warning, and
 `"raise"` raises a `ValueError`. Sizes above `set_size` give a warning
-(once per process) and the model's answer.
+(once per process) and the model's answer. Pairs of the sizes named by
+`serves["size_rule"]` (optional) are answered by an untrained rule
+instead of the model (`keras_msets.estimators.size_rule`).
 """
 
 import functools
@@ -53,6 +55,8 @@ from keras_msets.estimators import out_of_distribution as ood
 from keras_msets.estimators.inputs import _MODEL_LOCK
 from keras_msets.estimators.inputs import _as_sets
 from keras_msets.estimators.inputs import load_estimator
+from keras_msets.estimators.size_rule import apply_size_rule
+from keras_msets.estimators.size_rule import size_ruled
 from keras_msets.stats.classical import knn_kl_divergence
 from keras_msets.stats.classical import ksg_mutual_information
 from keras_msets.training.tasks.statistics_regression import (
@@ -291,7 +295,11 @@ def statistics_estimates(
                     f"`{name}` has d = {values.shape[1]} columns, outside "
                     f"the trained {low_d}..{high_d}"
                 )
-        features.append(module.pair_statistics(a, b, seed=0))
+        if size_ruled(serves.get("size_rule"), a, b):
+            # Inside the trained ranges; the model's answer is replaced.
+            features.append(np.mean(serves["feature_ranges"], axis=1))
+        else:
+            features.append(module.pair_statistics(a, b, seed=0))
         outside.append(reasons)
     features = np.array(features)
     names = list(serves["features"])
@@ -341,6 +349,14 @@ def statistics_estimates(
             y_sets,
             (estimate, low_q, high_q),
         )
+    apply_size_rule(
+        serves.get("size_rule"),
+        x_sets,
+        y_sets,
+        [i for i, r in enumerate(outside) if not r],
+        (estimate, low_q, high_q),
+        level,
+    )
     if interval is None:
         return float(estimate[0]) if x_single else estimate
     if x_single:

@@ -64,7 +64,7 @@ PARALLEL_POINTS = 500
 # Queries in d > BRUTE_MIN_DIM on sets of at most BRUTE_POINTS points
 # compare every pair (`nearest_distances`); k-d trees elsewhere.
 BRUTE_MIN_DIM = 8
-BRUTE_POINTS = 2_000
+BRUTE_POINTS = 20_000
 # Rows of the distance matrix per block, and the candidates beyond k kept
 # from the float32 distances before the exact float64 ones decide.
 _BRUTE_ROWS = 256
@@ -297,14 +297,15 @@ def corrected_gaussian_kl(x, y):
     return float(0.5 * (trace + mean_term - d + logdet_y - logdet_x))
 
 
-def gaussian_reference(x, y, seed=0):
+def gaussian_reference(x, y, seed=0, draw=0):
     """Gaussian samples of the sizes of `x` and `y` with their (shrunk)
-    sample means and covariances, from a seed fixed by `seed` and the
-    shapes: the pair whose KL divergence the shrunk plug-in gives
-    exactly."""
+    sample means and covariances, from a seed fixed by `seed`, `draw`
+    and the shapes: the pair whose KL divergence the shrunk plug-in
+    gives exactly."""
     n, d = x.shape
     m = y.shape[0]
-    rng = np.random.default_rng([_REFERENCE_TAG, seed, n, m, d])
+    key = [_REFERENCE_TAG, seed, n, m, d] + ([draw] if draw else [])
+    rng = np.random.default_rng(key)
     out = []
     for rows, part in ((n, x), (m, y)):
         mean, cov = _shrunk_fit(part)
@@ -327,17 +328,19 @@ def _shape(pooled):
     ]
 
 
-def _blocked_knn(x, y, seed):
-    """`knn_kl_estimates` averaged over random blocks, and the block size."""
-    blocks = int(np.ceil(max(x.shape[0], y.shape[0]) / block_size(x.shape[1])))
+def _blocked_knn(x, y, seed, neighbours=NEIGHBOURS, points=None):
+    """`knn_kl_estimates` averaged over random blocks of at most `points`
+    rows (default `block_size(d)`), and the block size."""
+    points = block_size(x.shape[1]) if points is None else points
+    blocks = int(np.ceil(max(x.shape[0], y.shape[0]) / points))
     blocks = min(blocks, x.shape[0] // MIN_POINTS, y.shape[0] // MIN_POINTS)
     if blocks <= 1:
-        return np.array(knn_kl_estimates(x, y)), x.shape[0]
+        return np.array(knn_kl_estimates(x, y, neighbours)), x.shape[0]
     rng = np.random.default_rng(seed)
     parts_x = np.array_split(rng.permutation(x.shape[0]), blocks)
     parts_y = np.array_split(rng.permutation(y.shape[0]), blocks)
     estimates = [
-        knn_kl_estimates(x[i], y[j])
+        knn_kl_estimates(x[i], y[j], neighbours)
         for i, j in zip(parts_x, parts_y, strict=True)
     ]
     return np.mean(estimates, axis=0), x.shape[0] / blocks

@@ -1,0 +1,49 @@
+"""An untrained rule that answers instead of a statistics preset's model
+for some set sizes.
+
+A preset names it in `serves["size_rule"]`: `{"function": "module.name",
+"arguments": {...}, "below_points": a, "from_points": b, "above_points":
+c, "interval_scale": s}`. Pairs whose smaller set has fewer than `a` or
+at least `b` rows, or whose larger set has more than `c` rows (beyond
+the largest size the model was trained on), are answered by
+`function(x, y, **arguments)`, which returns a value and its standard
+deviation `sd`: the estimate is the value floored at 0, the interval
+`value +- z s sd` floored at 0 (`z` the standard normal quantile of
+`(1 + level) / 2`). `keras_msets.estimators.refined` does not compute
+the model's statistics for these pairs.
+"""
+
+import importlib
+from statistics import NormalDist
+
+
+def size_ruled(rule, x, y):
+    """Whether `rule` (a `serves["size_rule"]` record, or None) answers
+    the pair `x`, `y`."""
+    if rule is None:
+        return False
+    smaller = min(x.shape[0], y.shape[0])
+    return (
+        smaller < int(rule["below_points"])
+        or smaller >= int(rule["from_points"])
+        or max(x.shape[0], y.shape[0]) > int(rule["above_points"])
+    )
+
+
+def apply_size_rule(rule, x_sets, y_sets, rows, answers, level):
+    """Writes the answers of `rule` into `answers` (estimate, low, high:
+    arrays `[pairs]`, in place) for the pairs of `rows` that it answers
+    (`size_ruled`); nothing where `rule` is None."""
+    if rule is None:
+        return
+    module, name = rule["function"].rsplit(".", 1)
+    function = getattr(importlib.import_module(module), name)
+    half = NormalDist().inv_cdf((1 + level) / 2) * float(rule["interval_scale"])
+    estimate, low_q, high_q = answers
+    for i in rows:
+        if not size_ruled(rule, x_sets[i], y_sets[i]):
+            continue
+        value, sd = function(x_sets[i], y_sets[i], **rule["arguments"])
+        estimate[i] = max(value, 0.0)
+        low_q[i] = max(value - half * sd, 0.0)
+        high_q[i] = max(value + half * sd, 0.0)
