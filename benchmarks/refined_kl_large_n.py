@@ -1,27 +1,30 @@
-"""An untrained large-n rule for `knn_refined_kl_divergence`, chosen on
-the development seeds.
+"""An untrained rule for `knn_refined_kl_divergence` at small and large
+n, chosen on the development seeds.
 
 The rule (`kl_excess.excess_estimate`): the base `plugin_corrected`
-plus the excess of the copula k-NN estimate at one k over the mean of
-the same estimate on `draws` Gaussian reference pairs, its interval
-`value +- z * scale * sd` with `sd` from the spread over the reference
-draws. The terms of every development pair (seeds 0-1, every KL problem
-and n of the benchmark) are computed once at every k and with 4 draws,
-on whole sets (`--points`: `whole`) and on the model's blocks
+plus the excess of the copula k-NN estimate at one k over its mean on
+`draws` Gaussian reference pairs, where that excess is above `threshold`
+times its noise (`soft`: shrunk by that much); its interval `value +- z
+scale sd`, `sd` from the spread over the reference draws. The terms of
+every development pair (seeds 0-1, every KL problem and n of the
+benchmark) are computed once at k in `NEIGHBOURS` with 6 draws, on whole
+sets (`whole`) and, at n = 10,000 in d > 4, on the model's blocks
 (`blocked`: `kl_statistics.block_size`), cached in
 `results/refined_kl_design/large_n_terms.json` (a re-run computes only
-what is missing). Then, without training, the shipped preset (its model
-and base gate) is compared with the rule (k, draws, blocks, interval
-scale) and with the rule from a size `n0` up (the preset below it), per
-n: cells below the best classical, above 1.5x, mean error, 90 %
-coverage, as `refined_kl_design.score` counts them. Held-out seeds are
-not read here.
+what is missing). Then, without training, the preset's model with its
+base gate is compared with the rule answering from a size up, or below
+one size and from another (the model between), per n: cells below the
+best classical, above 1.5x, mean error, 90 % coverage, as
+`refined_kl_design.score` counts them; the interval scale of each
+candidate is the one whose development coverage over the rule's pairs is
+closest to 0.9. The preset as served (`serves["size_rule"]`, if any) is
+scored too. Held-out seeds are not read here.
 
     KERAS_BACKEND=torch nice -n 10 python benchmarks/refined_kl_large_n.py
 
-Writes `results/refined_kl_design/large_n.json`; prints the candidates
-and the development cells of the shipped preset more than 1.5x worse
-than the best classical.
+Writes `results/refined_kl_design/large_n.json`; prints the 20
+candidates with the most development wins, the preset as served, and
+the development cells more than 1.5x worse than the best classical.
 """
 
 import argparse
@@ -49,9 +52,9 @@ DRAWS = 6
 MODES = ("whole", "blocked")
 SCALES = (0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0)
 THRESHOLDS = (0.0, 1.0, 1.5, 2.0, 3.0)
-SWITCH = (50, 150, 1000, 10000)
-# The rule at small and at large n, the preset between.
-SMALL_AND_LARGE = ((50, 10000), (150, 10000))
+# Where the rule answers: from n up, or below the first n of a pair and
+# from its second (the model between).
+REGIONS = (50, 150, 1000, 10000, (50, 10000), (150, 10000))
 Z90 = 1.6448536269514722
 
 
@@ -117,7 +120,7 @@ def as_quantiles(value, low, high):
     return out
 
 
-def rule_answers(rows, cache, k, draws, threshold, soft, mode="whole"):
+def rule_answers(rows, cache, k, draws, threshold, soft=False, mode="whole"):
     """Values and sds of the rule on every row of `rows`."""
     values, sds = [], []
     for problem, n, seed in zip(
@@ -223,7 +226,7 @@ class Scorer:
 
 
 def _line(name, dev):
-    parts = [f"{name:36s}"]
+    parts = [f"{name:50s}"]
     for key in ("50", "150", "1000", "10000", "all"):
         if key not in dev:
             continue
@@ -245,6 +248,38 @@ def _rule_grid():
                     yield k, draws, threshold, soft
 
 
+def _region(n, where):
+    """Rows answered by the rule: from `where` up (an int), or (a pair)
+    below its first and from its second entry."""
+    if isinstance(where, tuple):
+        return (n <= where[0]) | (n >= where[1])
+    return n >= where
+
+
+def _label(where):
+    if isinstance(where, tuple):
+        return f"from_{where[1]}_and_below_{where[0]}"
+    return f"from_{where}"
+
+
+def served(rows, cache, model, score, rule):
+    """The preset as it serves the development pairs: `model` (value,
+    low, high) where `serves["size_rule"]` `rule` does not answer, the
+    rule from the cached terms (`k` among `NEIGHBOURS`) where it does."""
+    n = rows["n"]
+    region = (n < rule["below_points"]) | (n >= rule["from_points"])
+    arguments = rule["arguments"]
+    values, sds = rule_answers(
+        rows, cache, arguments["k"], arguments["draws"], arguments["threshold"]
+    )
+    q = rule_quantiles(values, sds, rule["interval_scale"])
+    mixed = [
+        np.where(region, a, b)
+        for a, b in zip((q[:, 4], q[:, 0], q[:, -1]), model, strict=True)
+    ]
+    return {"dev": score(*mixed), "cells_over_1_5": score.cells_over(mixed[0])}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--modes", nargs="+", default=list(MODES))
@@ -259,17 +294,18 @@ def main(argv=None):
     )
     rows["statistics"] = design.current(rows["statistics"])
     score = Scorer(rows, seeds)
-    shipped = shipped_quantiles(rows)
-    low, high = design.scaled_interval(shipped, 1.0)
-    shipped = (shipped[:, len(design.QUANTILES) // 2], low, high)
+    model = shipped_quantiles(rows)
+    low, high = design.scaled_interval(model, 1.0)
+    model = (model[:, len(design.QUANTILES) // 2], low, high)
     report = {
-        "shipped": {
-            "dev": score(*shipped),
-            "cells_over_1_5": score.cells_over(shipped[0]),
+        "model_and_gate": {
+            "dev": score(*model),
+            "cells_over_1_5": score.cells_over(model[0]),
         }
     }
     print("per n: wins / cells > 1.5x, mean error, 90 % coverage")
-    print(_line("shipped", report["shipped"]["dev"]))
+    print(_line("model and gate", report["model_and_gate"]["dev"]))
+    ranked = []
     for mode in args.modes:
         for k, draws, threshold, soft in _rule_grid():
             if mode == "blocked" and (draws != DRAWS or soft):
@@ -281,19 +317,14 @@ def main(argv=None):
                 "_soft" if soft else ""
             )
             entry = {}
-            for n0 in SWITCH + SMALL_AND_LARGE:
-                if isinstance(n0, tuple):  # below the first, from the second
-                    region = (rows["n"] <= n0[0]) | (rows["n"] >= n0[1])
-                    n0 = f"{n0[1]}_and_below_{n0[0]}"
-                else:
-                    region = rows["n"] >= n0
-                # The interval scale whose coverage over the rule's
-                # region is closest to 0.9.
+            for where in REGIONS:
+                region = _region(rows["n"], where)
                 found = {}
                 for scale in SCALES:
                     q = rule_quantiles(values, sds, scale)
-                    low, high = q[:, 0], q[:, -1]
-                    found[scale] = (q[:, 4], low, high)
+                    found[scale] = (q[:, 4], q[:, 0], q[:, -1])
+                # The interval scale whose coverage over the rule's
+                # region is closest to 0.9.
                 cover = {
                     scale: score(*found[scale], where=region)["all"]["coverage"]
                     for scale in SCALES
@@ -301,32 +332,33 @@ def main(argv=None):
                 scale = min(SCALES, key=lambda s: abs(cover[s] - 0.9))
                 mixed = [
                     np.where(region, a, b)
-                    for a, b in zip(found[scale], shipped, strict=True)
+                    for a, b in zip(found[scale], model, strict=True)
                 ]
-                entry[f"from_{n0}"] = {
-                    "interval_scale": scale,
-                    "dev": score(*mixed),
-                    "cells_over_1_5": score.cells_over(mixed[0]),
-                }
+                dev = score(*mixed)
+                entry[_label(where)] = {"interval_scale": scale, "dev": dev}
+                ranked.append(
+                    (dev["all"]["wins"], -dev["all"]["over_1_5"], name, where)
+                )
             report[name] = entry
+    ranked.sort(key=lambda r: r[:2], reverse=True)
+    print("the 20 with the most wins (then the fewest cells > 1.5x):")
+    for _, _, name, where in ranked[:20]:
+        e = report[name][_label(where)]
+        label = f"{name} {_label(where)} x{e['interval_scale']}"
+        print(_line(label, e["dev"]))
+    from keras_msets.estimators.refined import _serves_of
+
+    rule = _serves_of("knn_refined_kl_divergence").get("size_rule")
+    if rule is not None:
+        report["served"] = {"size_rule": rule}
+        report["served"].update(served(rows, cache, model, score, rule))
+        print(_line("served (size rule)", report["served"]["dev"]))
+        print("cells > 1.5x:", ", ".join(report["served"]["cells_over_1_5"]))
+    print(
+        "model and gate, cells > 1.5x:",
+        ", ".join(report["model_and_gate"]["cells_over_1_5"]),
+    )
     OUT.write_text(json.dumps(report, indent=1) + "\n")
-    best = sorted(
-        (
-            (
-                e[f"from_{n0}"]["dev"]["all"]["wins"],
-                -e[f"from_{n0}"]["dev"]["all"]["over_1_5"],
-                name,
-                str(n0),
-            )
-            for name, e in report.items()
-            if name != "shipped"
-            for n0 in (*SWITCH, "10000_and_below_50", "10000_and_below_150")
-        ),
-        reverse=True,
-    )[:40]
-    for _, _, name, n0 in best:
-        e = report[name][f"from_{n0}"]
-        print(_line(f"{name} from {n0} x{e['interval_scale']}", e["dev"]))
 
 
 if __name__ == "__main__":

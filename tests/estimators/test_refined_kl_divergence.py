@@ -133,13 +133,13 @@ def _serves():
     return zoo.info(PRESET)["serves"]
 
 
-@pytest.mark.parametrize("seed, inside", [(3, True), (1, False)])
+@pytest.mark.parametrize("seed, inside", [(0, True), (1, False)])
 def test_the_base_answers_where_the_knn_excess_is_within_the_gate(seed, inside):
     serves = _serves()
     gate = serves["base_gate"]
     rng = np.random.default_rng(seed)
-    x = rng.normal(size=(400, 2))
-    y = rng.normal(size=(300, 2)) + 0.5
+    x = rng.normal(size=(600, 2))
+    y = rng.normal(size=(500, 2)) + 0.5
     features = _features(x, y)
     assert (abs(features[gate["feature"]]) < gate["below"]) == inside
     base = max(features[serves["base_feature"]], 0.0)
@@ -171,3 +171,42 @@ def test_a_gate_bound_scaled_by_another_statistic():
     assert apply_base_gate(None, features, names, base, "log1p", answers) is (
         answers
     )
+
+
+@pytest.mark.parametrize(
+    "n, m, ruled",
+    [
+        (50, 60, True),
+        (500, 400, False),
+        (3000, 3000, True),
+        (12_001, 400, True),
+    ],
+)
+def test_the_size_rule_answers_small_and_large_sets(n, m, ruled):
+    from keras_msets.estimators.size_rule import size_ruled
+    from keras_msets.stats import kl_excess
+
+    rule = _serves()["size_rule"]
+    x, y, _ = _shifted_pair(n, m, 1, 1.0, seed=8)
+    assert size_ruled(rule, x, y) == ruled
+    estimate = _kl(x, y, interval=0.9)
+    value, sd = kl_excess.excess_estimate(x, y, **rule["arguments"])
+    half = 1.6448536 * rule["interval_scale"] * sd
+    want = (max(value, 0), max(value - half, 0), value + half)
+    if ruled:
+        np.testing.assert_allclose(estimate[:3], want, rtol=1e-6)
+    else:
+        assert estimate.value != pytest.approx(want[0], rel=1e-6)
+    assert estimate.low <= estimate.value <= estimate.high
+
+
+def test_size_rule_bounds():
+    from keras_msets.estimators.size_rule import size_ruled
+
+    rule = {"below_points": 400, "from_points": 3000, "above_points": 12000}
+    rows = [(399, 500), (400, 2999), (3000, 5000), (400, 12000), (400, 12001)]
+    found = [
+        size_ruled(rule, np.zeros((n, 1)), np.zeros((m, 1))) for n, m in rows
+    ]
+    assert found == [True, False, True, False, True]
+    assert not size_ruled(None, np.zeros((50, 1)), np.zeros((50, 1)))
