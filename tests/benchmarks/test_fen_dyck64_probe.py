@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from keras_msets import data
 from keras_msets.testing import load_script
@@ -28,6 +29,7 @@ def test_bicyclic_counts_by_hand_and_against_is_dyck1():
     np.testing.assert_array_equal((closing == 0) & (opening == 0), labels == 1)
 
 
+@pytest.mark.slow
 def test_probe_on_the_shipped_preset(tmp_path):
     script = load_script(SCRIPT)
     output = tmp_path / "probe.json"

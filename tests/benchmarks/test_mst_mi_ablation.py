@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from keras_msets.testing import load_script
 from tests.benchmarks.test_mst_figure2 import TINY
@@ -13,6 +14,7 @@ SCRIPT = (
 )
 
 
+@pytest.mark.slow
 def test_mst_mi_ablation_runs_and_resumes(tmp_path):
     script = load_script(SCRIPT)
     output = tmp_path / "ablation.json"

@@ -78,6 +78,7 @@ def test_paper_numbers_and_app_b_widths():
     assert memory == pytest.approx(16 * 64 * 150**2 * 96 * 4 / 2**30)
 
 
+@pytest.mark.slow
 def test_table4_rows_paper_column_and_resume(tmp_path, capsys, monkeypatch):
     script = _load_script()
     output = tmp_path / "table4.json"
@@ -122,6 +123,7 @@ def test_table4_rows_paper_column_and_resume(tmp_path, capsys, monkeypatch):
         script.main(argv + ["--test-size", "9"])
 
 
+@pytest.mark.slow
 def test_table1_rows_beside_knn_on_the_same_pairs(tmp_path, capsys):
     script = _load_script()
     output = tmp_path / "table1.json"
@@ -154,6 +156,7 @@ def test_table1_rows_beside_knn_on_the_same_pairs(tmp_path, capsys):
     assert "| Single-Set RFF | 2 | " in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "source, learning_rate, column, paper",
     [
@@ -213,6 +216,7 @@ def test_table2_on_another_source(
         script.parse_args(["--table", "2", "--models", "dimension_equivariant"])
 
 
+@pytest.mark.slow
 def test_merge_rows_of_separate_runs(tmp_path, capsys):
     """`--merge` joins rows run apart, and only rows of the same settings."""
     script = _load_script()
@@ -299,6 +303,7 @@ def test_merge_rows_of_separate_runs(tmp_path, capsys):
         script.main(base + ["--merge", str(tmp_path / "missing.json")])
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_fits_a_relation_network_in_memory(
     tmp_path, capsys
 ):
@@ -336,6 +341,7 @@ def test_gradient_accumulation_fits_a_relation_network_in_memory(
     )
 
 
+@pytest.mark.slow
 def test_checkpointed_row_resumes_and_merges_with_plain_rows(
     tmp_path, capsys, monkeypatch
 ):

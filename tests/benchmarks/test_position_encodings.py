@@ -68,6 +68,7 @@ def test_targets_are_the_tokens_shifted_by_k():
         assert np.all(targets[row, length:] == 0)
 
 
+@pytest.mark.slow
 def test_rows_kept_from_an_earlier_run(tmp_path):
     script = _load_script()
     first = script.main(["--smoke", "--output-dir", str(tmp_path / "a")])
@@ -98,6 +99,7 @@ def test_rows_kept_from_an_earlier_run(tmp_path):
         script.main(["--smoke", "--keep-rows-from", str(earlier)])
 
 
+@pytest.mark.slow
 def test_rotary_block_is_keras_hub_encoder_with_rotary_queries_and_keys():
     script = _load_script()
     rng = np.random.default_rng(0)

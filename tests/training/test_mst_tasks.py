@@ -434,6 +434,7 @@ def test_counting_on_fashion_mnist():
         mst.pretrain_encoder(model, steps=1, source="digits")
 
 
+@pytest.mark.slow
 def test_fit_and_evaluate_counting():
     model = mst.build_counting_model(**TINY_COUNTING)
     accuracy = mst.pretrain_encoder(model, steps=1, batch_size=64)
@@ -632,13 +633,12 @@ class _InterruptAt(keras.callbacks.Callback):
             raise _Interrupt()
 
 
-# The accumulated run is slow; test_gradient_accumulation_gives_the_whole_
-# batch_update and the plain resume approximate it.
-@pytest.mark.parametrize(
-    "accumulate",
-    [None, pytest.param(2, marks=pytest.mark.slow)],
-    ids=["plain", "accumulated"],
-)
+# Slow (three runs of several traced steps each): in the fast set,
+# test_checkpoint_of_other_settings_is_an_error reads a checkpoint back and
+# test_gradient_accumulation_gives_the_whole_batch_update checks the
+# accumulated step.
+@pytest.mark.slow
+@pytest.mark.parametrize("accumulate", [None, 2], ids=["plain", "accumulated"])
 def test_checkpointed_run_resumes_to_the_uninterrupted_result(
     tmp_path, accumulate
 ):

@@ -73,6 +73,7 @@ def test_card_renders_from_the_stored_metrics(name):
     assert f"trained on the {info['backend']} backend" in card
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DIGIT_SUM_PRESETS)
 def test_evaluate_re_measures_the_stored_metrics(name):
     # The test sets are drawn per length, so length 5 and the length-500
@@ -208,6 +209,7 @@ def test_start_from_a_preset_loads_its_weights(tmp_path):
     assert not (tmp_path / "run2").exists()
 
 
+@pytest.mark.slow
 def test_command_line_trains_into_the_given_folder(tmp_path):
     recipe = _small(_recipe("complex_deepsets_units_digit"))
     output = tmp_path / "out" / recipe.name

@@ -133,6 +133,7 @@ def test_card_renders_from_the_stored_metrics():
     assert "## Limitations" in recipe.RECIPE.model_card(model, short)
 
 
+@pytest.mark.slow
 def test_a_tiny_curriculum_writes_a_new_preset_folder(tmp_path):
     recipe = load_script(RECIPE)
     tiny = dataclasses.replace(

@@ -81,6 +81,7 @@ def test_two_sample_preset_matches_its_card_on_fresh_pairs():
     assert metrics["accuracy"] > 0.6, metrics  # chance is 0.5
 
 
+@pytest.mark.slow
 def test_same_distribution_probability_separates_same_from_shifted():
     # The d = 8 specialist, named; 16 pairs of each kind in one call.
     rng = np.random.default_rng(0)
@@ -95,6 +96,7 @@ def test_same_distribution_probability_separates_same_from_shifted():
     assert np.mean(same) > 0.5 > np.mean(shifted), (same, shifted)
 
 
+@pytest.mark.slow
 def test_kl_divergence_grows_with_the_shift_between_two_gaussians():
     # d = 2, P = N(0, I), Q = N(mu, I): the true KL is |mu|^2 / 2. The
     # d = 1..3 specialist, named, must order them and answer near 0 for
@@ -163,6 +165,7 @@ def _correlated_pairs(rng, rhos, d, count=8, n=130):
     return xs, ys
 
 
+@pytest.mark.slow
 def test_mutual_information_grows_with_the_correlation():
     # d = 10, x ~ N(0, I), y = rho x + sqrt(1 - rho^2) e: the true MI is
     # -5 log(1 - rho^2) = 0, 1.12 and 8.30 nats. The split preset, named,

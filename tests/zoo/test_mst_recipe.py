@@ -307,6 +307,7 @@ def test_training_never_writes_into_a_preset(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_two_sample_recipe_end_to_end(tmp_path, monkeypatch):
     recipe = _tiny("mst_two_sample")
     folder = tmp_path / recipe.name
@@ -467,6 +468,7 @@ def kl_weights():
     return zoo.load("mst_kl_divergence").get_weights()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
     [

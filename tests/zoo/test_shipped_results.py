@@ -65,6 +65,7 @@ def test_fen_dyck_64_on_fresh_strings():
     assert metrics["count_exact_8"] >= 0.85, metrics
 
 
+@pytest.mark.slow
 def test_fen_mr_polarity_on_the_held_out_fold():
     recipe = zoo.load_recipe("fen_mr_polarity")
     card = zoo.info("fen_mr_polarity")["metrics"]["test_accuracy"]
@@ -73,6 +74,7 @@ def test_fen_mr_polarity_on_the_held_out_fold():
     assert metrics["test_accuracy"] > 0.55  # above chance (0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["complex_order_transformer_mr", "complex_order_cnn_mr"]
 )

@@ -217,6 +217,7 @@ def test_training_never_writes_into_the_shipped_preset(name):
         recipe.RECIPE.train(output_dir=ZOO / name)
 
 
+@pytest.mark.slow
 def test_complex_order_train_keeps_fold_0s_model(tmp_path, monkeypatch):
     # The cross validation is replaced by one that hands back the shipped
     # model and vocabulary as "fold 0's": training copies the weights into
@@ -259,6 +260,7 @@ def test_complex_order_train_keeps_fold_0s_model(tmp_path, monkeypatch):
     assert "mean ± std over 1 folds" in card
 
 
+@pytest.mark.slow
 def test_fen_mr_polarity_trains_with_its_own_vocabulary(tmp_path):
     recipe = load_script(ZOO / "fen_mr_polarity" / "recipe.py")
     task = recipe.TASK
