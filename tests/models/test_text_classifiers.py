@@ -106,9 +106,30 @@ def test_token_ids_are_checked_before_every_step(embedding):
     )
 
 
+# `make test-fast` runs 7 of the 20 combinations: every architecture with
+# a complex embedding (both complex variants, and so ComplexDense,
+# ComplexConv1D, ComplexLSTM and ComplexTransformerEncoder, each once) and
+# each real embedding once; `make test` runs all 20.
+FAST_COMBINATIONS = (
+    ("fasttext", "complex_vanilla"),
+    ("cnn", "complex_order"),
+    ("lstm", "complex_vanilla"),
+    ("transformer", "complex_order"),
+    ("fasttext", "none"),
+    ("cnn", "pe"),
+    ("transformer", "tpe"),
+)
+
+
 @pytest.mark.parametrize(
     "architecture, embedding",
-    list(itertools.product(ARCHITECTURES, EMBEDDING_VARIANTS)),
+    [
+        pytest.param(
+            *pair,
+            marks=() if pair in FAST_COMBINATIONS else pytest.mark.slow,
+        )
+        for pair in itertools.product(ARCHITECTURES, EMBEDDING_VARIANTS)
+    ],
 )
 def test_every_combination(architecture, embedding, tmp_path):
     """Fit step, output, padding invariance and .keras round trip."""
