@@ -28,10 +28,10 @@ from keras_msets.stats.kl_statistics import shrunk_gaussian_kl
 
 def whole_points(d):
     """Largest set on which `excess_terms` computes its k-NN estimates at
-    once: 100,000 rows in `d <= 4` (k-d trees, about `n log n`),
-    `kl_statistics.block_size(d)` above (random blocks of about that
-    size)."""
-    return 100_000 if d <= 4 else block_size(d)
+    once (`kl_statistics.block_size(d)`: 10,000 rows in `d <= 4`, 4,000
+    in `d <= 8`, 2,000 above); random blocks of about that size above
+    it, so the cost grows linearly with `n`."""
+    return block_size(d)
 
 
 def _base_of(x, y):
