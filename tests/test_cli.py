@@ -275,6 +275,7 @@ def test_a_bug_keeps_its_traceback(monkeypatch):
         cli.main(["zoo", "evaluate", NAME])
 
 
+@pytest.mark.slow
 def test_the_entry_point(tmp_path):
     env = dict(os.environ, KERAS_BACKEND=os.environ["KERAS_BACKEND"])
     result = subprocess.run(

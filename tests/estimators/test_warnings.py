@@ -129,6 +129,7 @@ def test_far_outside_the_training_data_still_warns():
         estimators.kl_divergence(x, y, model="mst_kl_divergence")
 
 
+@pytest.mark.slow
 def test_import_keras_msets_reaches_the_estimators_lazily(tmp_path):
     code = (
         "import sys, keras\n"

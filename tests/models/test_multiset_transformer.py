@@ -281,6 +281,7 @@ def test_saving(case, name):
         case.run_weights_roundtrip_test(model, data, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["multiset_transformer", "dimension_equivariant"]
 )

@@ -2,6 +2,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import keras_msets
 from keras_msets import testing
 from keras_msets.testing import test_case
@@ -34,6 +36,7 @@ def test_test_case_module_keeps_its_names():
     assert test_case.NOT_GIVEN is not None
 
 
+@pytest.mark.slow
 def test_golden_command_line_runs_its_module_once():
     # The package imports `golden` lazily; importing it eagerly would make
     # `python -m keras_msets.testing.golden` execute the module twice.

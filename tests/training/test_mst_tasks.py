@@ -209,7 +209,12 @@ def test_dimension_weights():
 
 
 @pytest.mark.parametrize(
-    "task,dims", [("kl_divergence", (2, 3)), ("mutual_information", (2, 3))]
+    "task,dims",
+    [
+        ("kl_divergence", (2, 3)),
+        # Slow; test_dimension_weights checks its batches' loss weights.
+        pytest.param("mutual_information", (2, 3), marks=pytest.mark.slow),
+    ],
 )
 def test_fit_regression(task, dims):
     model = mst.build_model(task, **TINY)
@@ -560,6 +565,7 @@ def _same_start_models():
     return fresh_model, initial
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_gives_the_whole_batch_update():
     """`k` slices with accumulated gradients = one step on the batch."""
     fresh_model, initial = _same_start_models()
