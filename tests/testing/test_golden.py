@@ -187,6 +187,10 @@ def test_checked_in_golden_outputs(name):
     golden.check_golden(name, cases=REPO_CASES)
 
 
+# Slow: three `.keras` loads per case; in `make test-fast` the golden
+# outputs above show that the backends agree, and each layer's saving test
+# loads the `.keras` file of its own backend.
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REPO_NAMES)
 def test_checked_in_cross_backend_load(name):
     golden.check_cross_backend_load(name, cases=REPO_CASES)
