@@ -42,13 +42,19 @@ exponentials, bimodal marginals all look alike here):
 - `log n`, `log` of the block size, `d_x`, `d_y` and their logs.
 
 The KSG neighbour counts come from dense max-norm distance matrices
-(numpy, float32; with one column per side, from a k-d tree and sorted
-columns). Samples larger than `block_size(d_x + d_y)` rows are
-cut into random blocks of at most that size, the KSG estimates of the
-blocks are averaged and `log_block` reports the mean block size: the
-cost then grows linearly with `n` (about `n * block * (d_x + d_y)`
-operations), and the block estimates keep the distribution they have at
-the block size, with less spread. The plug-in and kurtosis use all rows.
+(numpy, float32, a few rows at a time); with one column per side, or
+above `MAX_DENSE` rows, from k-d trees and sorted columns (float64).
+Samples larger than `block_size(d_x + d_y)` rows are cut into random
+blocks of at most that size, the KSG estimates of the blocks are averaged
+and `log_block` reports the mean block size: the cost then grows
+linearly with `n` (about `n * block * (d_x + d_y)` operations), and the
+block estimates keep the distribution they have at the block size, with
+less spread. The plug-in and kurtosis use all rows.
+
+`whole_sample_estimate` is not a statistic of the vector: the base plus
+the KSG excess on the whole sample (no blocks), with its spread, within
+a cost budget (`whole_sample_affordable`); benchmarks/refined_mi_large_n.py
+measures it as a large-n rule on the development seeds.
 """
 
 import numpy as np
@@ -62,6 +68,17 @@ MIN_POINTS = 10  # pairs needed
 BLOCK_BUDGET = 4096
 MIN_BLOCK = 256
 MAX_BLOCK = 2048
+# Samples above this many rows get their KSG counts from k-d trees
+# (`ksg_estimates`), never from dense distance matrices.
+MAX_DENSE = MAX_BLOCK
+# The whole-sample KSG (`whole_sample_estimate`) is computed where it
+# costs at most about as much as this: `n^2 (d_x + d_y) <= DENSE_WORK`
+# up to `MAX_DENSE` rows (dense distances), `n (d_x + d_y) <= TREE_WORK`
+# above (k-d trees, fast in low dimension only).
+DENSE_WORK = 30_000_000
+TREE_WORK = 60_000
+# Disjoint parts of the sample whose spread gives that of the estimate.
+WHOLE_SAMPLE_PARTS = 4
 FEATURES = (
     *(f"ksg_k{k}" for k in NEIGHBOURS),
     *(f"ksg_gaussian_k{k}" for k in NEIGHBOURS),
@@ -120,21 +137,26 @@ def copula_normal(a):
     return special.ndtri((ranks + 0.5) / n)
 
 
-def _max_norm_distances(a):
-    """`[n, n]` max-norm distances (float32), one coordinate at a time."""
-    a = a.astype(np.float32)
-    out = np.abs(np.subtract.outer(a[:, 0], a[:, 0]))
-    scratch = np.empty_like(out)
-    for j in range(1, a.shape[1]):
-        np.subtract.outer(a[:, j], a[:, j], out=scratch)
-        np.abs(scratch, out=scratch)
-        np.maximum(out, scratch, out=out)
+def _max_norm_distances(a, rows=32):
+    """`[n, n]` max-norm distances (float32): `rows` rows at a time, all
+    coordinates at once (a `[d, rows, n]` scratch that stays in cache)."""
+    t = np.ascontiguousarray(a.T, dtype=np.float32)
+    n = t.shape[1]
+    out = np.empty((n, n), dtype=np.float32)
+    scratch = np.empty((t.shape[0], min(rows, n), n), dtype=np.float32)
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        part = scratch[:, : stop - start]
+        np.subtract(t[:, start:stop, None], t[:, None, :], out=part)
+        np.abs(part, out=part)
+        np.maximum.reduce(part, axis=0, out=out[start:stop])
     return out
 
 
-def _ksg_one_dimensional(x, y, neighbours):
-    """`ksg_estimates` for one column on each side: joint neighbours from
-    a k-d tree, marginal counts from sorted columns (O(n log n))."""
+def _ksg_tree(x, y, neighbours):
+    """`ksg_estimates` from k-d trees (float64, O(n log n) in low
+    dimension): joint neighbours from a tree of `[x, y]`, marginal counts
+    from sorted columns (one column) or a tree of the side."""
     from scipy.spatial import cKDTree
     from scipy.special import digamma
 
@@ -142,6 +164,12 @@ def _ksg_one_dimensional(x, y, neighbours):
     k_max = min(max(neighbours), n - 1)
     joint = np.concatenate([x, y], axis=1)
     nearest = cKDTree(joint).query(joint, k=k_max + 1, p=np.inf)[0][:, 1:]
+    sides = []
+    for side in (x, y):
+        if side.shape[1] == 1:
+            sides.append((side[:, 0], np.sort(side[:, 0]), None))
+        else:
+            sides.append((side, None, cKDTree(side)))
     out = []
     for k in neighbours:
         k = min(k, k_max)
@@ -150,12 +178,16 @@ def _ksg_one_dimensional(x, y, neighbours):
         # may round past; a relative margin of 1e-9 keeps it out.
         radius = nearest[:, k - 1] * (1 - 1e-9)
         value = digamma(k) + digamma(n)
-        for column in (x[:, 0], y[:, 0]):
-            ordered = np.sort(column)
-            # Points strictly closer than the radius, self excluded.
-            count = np.searchsorted(ordered, column + radius, "left")
-            count -= np.searchsorted(ordered, column - radius, "right") + 1
-            value -= np.mean(digamma(count + 1))
+        for points, ordered, tree in sides:
+            if tree is None:
+                # Points strictly closer than the radius, self excluded.
+                count = np.searchsorted(ordered, points + radius, "left")
+                count -= np.searchsorted(ordered, points - radius, "right")
+            else:
+                count = tree.query_ball_point(
+                    points, radius, p=np.inf, return_length=True
+                )
+            value -= np.mean(digamma(count))
         out.append(float(value))
     return out
 
@@ -167,8 +199,8 @@ def ksg_estimates(x, y, neighbours=NEIGHBOURS):
     from scipy.special import digamma
 
     n = x.shape[0]
-    if x.shape[1] == 1 and y.shape[1] == 1:
-        return _ksg_one_dimensional(x, y, neighbours)
+    if (x.shape[1] == 1 and y.shape[1] == 1) or n > MAX_DENSE:
+        return _ksg_tree(x, y, neighbours)
     dx = _max_norm_distances(x)
     dy = _max_norm_distances(y)
     joint = np.maximum(dx, dy)
@@ -182,8 +214,8 @@ def ksg_estimates(x, y, neighbours=NEIGHBOURS):
         radius = nearest[:, k - 1 : k]
         # Points strictly closer than the k-th joint neighbour, self
         # excluded (its distance 0 is always counted).
-        count_x = (dx < radius).sum(axis=1) - 1
-        count_y = (dy < radius).sum(axis=1) - 1
+        count_x = np.count_nonzero(dx < radius, axis=1) - 1
+        count_y = np.count_nonzero(dy < radius, axis=1) - 1
         value = digamma(k) + digamma(n)
         value -= np.mean(digamma(count_x + 1) + digamma(count_y + 1))
         out.append(float(value))
@@ -202,7 +234,9 @@ def _blocked_ksg(x, y, seed):
     return np.mean(estimates, axis=0), n / blocks
 
 
-def gaussian_reference_ksg(corr, dim_x, rows, seed, blocks=1):
+def gaussian_reference_ksg(
+    corr, dim_x, rows, seed, blocks=1, neighbours=NEIGHBOURS
+):
     """KSG at `NEIGHBOURS` on `blocks` blocks of `rows` draws of a Gaussian
     with correlation `corr`, in copula-normal coordinates (per block),
     averaged over the blocks: what the KSG statistics would be if the
@@ -215,7 +249,7 @@ def gaussian_reference_ksg(corr, dim_x, rows, seed, blocks=1):
     for part in np.split(z, blocks):
         zx = copula_normal(part[:, :dim_x])
         zy = copula_normal(part[:, dim_x:])
-        estimates.append(ksg_estimates(zx, zy))
+        estimates.append(ksg_estimates(zx, zy, neighbours))
     return list(np.mean(estimates, axis=0))
 
 
@@ -356,6 +390,64 @@ def mi_statistics(x, y, seed=0):
         ],
         dtype=np.float64,
     )
+
+
+def whole_sample_affordable(n, total_dim):
+    """Whether `whole_sample_estimate` computes for `n` rows of
+    `total_dim = d_x + d_y` columns (its cost budget)."""
+    if n <= MAX_DENSE:
+        return n * n * total_dim <= DENSE_WORK
+    return n * total_dim <= TREE_WORK
+
+
+def whole_sample_estimate(x, y, k=3, seed=0):
+    """`(estimate, spread)` of `I(X; Y)` from KSG on the whole sample, or
+    None where that is over the budget (`whole_sample_affordable`).
+
+    The estimate is `plugin_corrected + KSG_k(sample) - KSG_k(reference)`,
+    all on copula-normal coordinates, the reference a Gaussian sample of
+    the same size with the sample's shrunk copula correlation: where KSG
+    is nearly unbiased (large n, low dimension) the difference is the
+    excess of `I` over its Gaussian-copula value. `spread` estimates the
+    standard deviation of the difference: that of the same difference
+    on `WHOLE_SAMPLE_PARTS` disjoint random parts of the sample (each
+    against its own reference of the part's size), over
+    `sqrt(WHOLE_SAMPLE_PARTS)`; nan below 50 rows per part.
+    """
+    x, y = check_pair(x, y)
+    n, total_dim = x.shape[0], x.shape[1] + y.shape[1]
+    if not whole_sample_affordable(n, total_dim):
+        return None
+    zx, zy = copula_normal(x), copula_normal(y)
+    dim_x = zx.shape[1]
+    corr = _shrunk_correlation(np.concatenate([zx, zy], axis=1))
+    base = corrected_gaussian_information(zx, zy)
+    if np.isnan(base):
+        base = gaussian_copula_statistics(zx, zy)[0]
+    excess = ksg_estimates(zx, zy, (k,))[0]
+    excess -= gaussian_reference_ksg(corr, dim_x, n, seed, neighbours=(k,))[0]
+    parts = []
+    rows = n // WHOLE_SAMPLE_PARTS
+    if rows >= 50:
+        rng = np.random.default_rng(seed)
+        split = np.array_split(rng.permutation(n), WHOLE_SAMPLE_PARTS)
+        for i, index in enumerate(split):
+            index = index[:rows]
+            own = ksg_estimates(
+                copula_normal(zx[index]), copula_normal(zy[index]), (k,)
+            )[0]
+            parts.append(
+                own
+                - gaussian_reference_ksg(
+                    corr, dim_x, rows, seed + 1 + i, neighbours=(k,)
+                )[0]
+            )
+    spread = (
+        float(np.std(parts, ddof=1) / np.sqrt(len(parts)))
+        if parts
+        else float("nan")
+    )
+    return float(base + excess), spread
 
 
 def pair_statistics(x, y, seed=0):

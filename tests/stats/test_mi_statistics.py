@@ -128,3 +128,51 @@ def test_corrected_plugin_is_unbiased_for_gaussians():
 def test_bad_pairs_are_refused(x, y, message):
     with pytest.raises(ValueError, match=message):
         mi_statistics.mi_statistics(x, y)
+
+
+@pytest.mark.parametrize("shape", [(33, 1), (70, 5), (40, 25)])
+def test_max_norm_distances_equal_plain_numpy(shape):
+    a = np.random.default_rng(4).normal(size=shape)
+    a32 = a.astype(np.float32)
+    expected = np.abs(a32[:, None, :] - a32[None, :, :]).max(axis=2)
+    got = mi_statistics._max_norm_distances(a, rows=16)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_samples_above_the_dense_size_use_trees_with_the_same_counts():
+    rng = np.random.default_rng(5)
+    n = mi_statistics.MAX_DENSE + 50
+    x = rng.normal(size=(n, 2))
+    y = x[:, :1] + rng.normal(size=(n, 2))
+    got = mi_statistics.ksg_estimates(x, y, (1, 3))
+    expected = [ksg_mutual_information(x, y, k=k) for k in (1, 3)]
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    # The dense path on part of the sample gives the tree's counts.
+    dense = mi_statistics.ksg_estimates(x[:300], y[:300], (1, 3))
+    tree = mi_statistics._ksg_tree(x[:300], y[:300], (1, 3))
+    np.testing.assert_allclose(dense, tree, rtol=1e-9)
+
+
+def test_whole_sample_estimate_and_its_budget():
+    # A spiral-like dependence that the Gaussian plug-in misses: the
+    # whole-sample KSG excess restores most of the mutual information.
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(1200, 1))
+    y = np.sin(3 * x) + 0.2 * rng.normal(size=(1200, 1))
+    value, spread = mi_statistics.whole_sample_estimate(x, y)
+    features = dict(
+        zip(
+            mi_statistics.FEATURES,
+            mi_statistics.mi_statistics(x, y),
+            strict=True,
+        )
+    )
+    reference = ksg_mutual_information(x, y, k=3)
+    assert value > features["plugin_corrected"] + 0.5
+    assert value == pytest.approx(reference, abs=0.15)
+    assert 0 < spread < 0.1
+    assert mi_statistics.whole_sample_affordable(1000, 30)
+    assert not mi_statistics.whole_sample_affordable(1000, 50)
+    assert not mi_statistics.whole_sample_affordable(20_000, 4)
+    big = rng.normal(size=(1000, 25))
+    assert mi_statistics.whole_sample_estimate(big, big) is None
