@@ -1,0 +1,86 @@
+"""`mi_statistics` now against the module at a git revision, same pairs.
+
+Times `mi_statistics(x, y)` (numpy only, the same on every backend) for
+one pair `y = x + noise`, d_x = d_y = d, interleaved (each repeat runs
+the revision's module and the current one in turn), minimum of the
+repeats after a first call, checks that both give the same vector, and
+writes `results/estimator_benchmark/refined_mi_statistics_speed.json`.
+
+    OMP_NUM_THREADS=1 nice -n 10 \
+        python benchmarks/refined_mi_statistics_speed.py --rev aa95517~1
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+from keras_msets.stats import mi_statistics
+
+ROOT = pathlib.Path(__file__).parent / "results" / "estimator_benchmark"
+MODULE = "keras_msets/stats/mi_statistics.py"
+
+
+def module_at(rev):
+    top = pathlib.Path(__file__).resolve().parents[1]
+    text = subprocess.run(
+        ["git", "show", f"{rev}:{MODULE}"],
+        cwd=top,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = pathlib.Path(tempfile.mkdtemp()) / "mi_statistics_at_rev.py"
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("mi_statistics_at_rev", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rev", required=True)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    before = module_at(args.rev)
+    rng = np.random.default_rng(0)
+    rows = []
+    out = {"rev": args.rev, "load": os.getloadavg(), "rows": rows}
+    for d in (1, 5, 25):
+        for n in args.sizes:
+            x = rng.normal(size=(n, d))
+            y = x + rng.normal(size=(n, d))
+            same = np.array_equal(
+                before.mi_statistics(x, y), mi_statistics.mi_statistics(x, y)
+            )
+            times = {"rev": [], "now": []}
+            for _ in range(args.repeats):
+                for key, module in (("rev", before), ("now", mi_statistics)):
+                    start = time.perf_counter()
+                    module.mi_statistics(x, y)
+                    times[key].append(time.perf_counter() - start)
+            rows.append(
+                {
+                    "d": d,
+                    "n": n,
+                    "rev_seconds": min(times["rev"]),
+                    "now_seconds": min(times["now"]),
+                    "identical": bool(same),
+                }
+            )
+            print(rows[-1], flush=True)
+    out["load_after"] = os.getloadavg()
+    path = ROOT / "refined_mi_statistics_speed.json"
+    path.write_text(json.dumps(out, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
