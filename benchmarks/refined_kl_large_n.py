@@ -22,7 +22,9 @@ scored too. Held-out seeds are not read here.
 
     KERAS_BACKEND=torch nice -n 10 python benchmarks/refined_kl_large_n.py
 
-Writes `results/refined_kl_design/large_n.json`; prints the 20
+Writes `results/refined_kl_design/large_n.json` (`--output`: another
+file; `$KERAS_MSETS_ZOO_DIR` selects the presets folder, e.g. one
+holding an earlier version of the preset); prints the 20
 candidates with the most development wins, the preset as served, and
 the development cells more than 1.5x worse than the best classical.
 """
@@ -39,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import refined_kl_design as design  # noqa: E402
+import refined_kl_gate as gate_bench  # noqa: E402
 from estimator_bench import runner  # noqa: E402
 
 from keras_msets.stats import kl_excess  # noqa: E402
@@ -147,8 +150,6 @@ def rule_quantiles(values, sds, scale):
 def shipped_quantiles(rows):
     """The shipped preset's quantiles on the development pairs, gated as
     it serves them (`refined_kl_gate._quantiles`)."""
-    import refined_kl_gate as gate_bench
-
     from keras_msets.estimators.inputs import load_estimator
     from keras_msets.estimators.refined import _serves_of
 
@@ -265,12 +266,18 @@ def _label(where):
 def served(rows, cache, model, score, rule):
     """The preset as it serves the development pairs: `model` (value,
     low, high) where `serves["size_rule"]` `rule` does not answer, the
-    rule from the cached terms (`k` among `NEIGHBOURS`) where it does."""
+    rule from the cached terms (`k` among `NEIGHBOURS`; the blocked terms
+    where the sets are cut into blocks) where it does."""
     n = rows["n"]
     region = (n < rule["below_points"]) | (n >= rule["from_points"])
     arguments = rule["arguments"]
     values, sds = rule_answers(
-        rows, cache, arguments["k"], arguments["draws"], arguments["threshold"]
+        rows,
+        cache,
+        arguments["k"],
+        arguments["draws"],
+        arguments["threshold"],
+        mode="blocked",  # as served: blocks of `whole_points(d)` rows
     )
     q = rule_quantiles(values, sds, rule["interval_scale"])
     mixed = [
@@ -284,6 +291,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--modes", nargs="+", default=list(MODES))
     parser.add_argument("--terms-only", action="store_true")
+    parser.add_argument("--output", type=pathlib.Path, default=OUT)
     args = parser.parse_args(argv)
     seeds = list(runner.DEV_SEEDS)
     cache = compute_terms(seeds, args.modes)
@@ -348,7 +356,7 @@ def main(argv=None):
         print(_line(label, e["dev"]))
     from keras_msets.estimators.refined import _serves_of
 
-    rule = _serves_of("knn_refined_kl_divergence").get("size_rule")
+    rule = _serves_of(gate_bench.PRESET).get("size_rule")
     if rule is not None:
         report["served"] = {"size_rule": rule}
         report["served"].update(served(rows, cache, model, score, rule))
@@ -358,8 +366,11 @@ def main(argv=None):
         "model and gate, cells > 1.5x:",
         ", ".join(report["model_and_gate"]["cells_over_1_5"]),
     )
-    OUT.write_text(json.dumps(report, indent=1) + "\n")
+    report["preset_sha256"] = _weights_sha256()
+    args.output.write_text(json.dumps(report, separators=(",", ":")) + "\n")
 
+
+_weights_sha256 = gate_bench._weights_sha256
 
 if __name__ == "__main__":
     main()
