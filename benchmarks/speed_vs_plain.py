@@ -32,8 +32,13 @@ segment again (`ours_two_pass_train`), the before/after of the model's
 single training pass. With `--jit-variant` every row also times our
 model compiled with `jit_compile=True` (`ours_jit_*`; on torch Keras
 wraps its steps in `torch.compile`), the same weights, its first call
-(compilation) untimed and stored. Besides the outputs, the first training
-step's losses of both sides are checked to agree (same weights).
+(compilation) untimed and stored. With `--layer-calls-variant` (torch,
+whose steps are eager) every row also times our model with every
+sub-layer of the blocks called as a layer (`ours_layer_calls_*`) and,
+where an attention has few queries, with its keys and values projected
+(`ours_unfolded_*`; `SetMultiHeadAttention.fold_keys`). Besides the
+outputs, the first training step's losses of both sides are checked to
+agree (same weights).
 
 The plain attention is the framework's fused kernel
 (`torch.nn.functional.scaled_dot_product_attention`,
@@ -77,6 +82,9 @@ import keras
 import numpy as np
 
 from keras_msets import layers
+from keras_msets.layers import _feed_forward_block
+from keras_msets.layers import _multihead_attention_block
+from keras_msets.layers import _multiset_block
 from keras_msets.layers import _set_multi_head_attention as kernels
 
 BACKEND = keras.backend.backend()
@@ -834,6 +842,57 @@ def _fused_only(fn):
     return run
 
 
+# The modules whose blocks ask `writes_out` whether to replace their
+# sub-layers' calls by the same arithmetic on their weights.
+WRITES_OUT_MODULES = (
+    _feed_forward_block,
+    _multihead_attention_block,
+    _multiset_block,
+    kernels,
+)
+
+
+def _layer_calls(fn):
+    """`fn` run with every sub-layer of our blocks called as a layer."""
+
+    def run():
+        saved = [
+            (module, module.writes_out)
+            for module in WRITES_OUT_MODULES
+            if hasattr(module, "writes_out")
+        ]
+        for module, _ in saved:
+            module.writes_out = lambda *layers: False
+        try:
+            return fn()
+        finally:
+            for module, rule in saved:
+                module.writes_out = rule
+
+    return run
+
+
+def _unfolded(fn):
+    """`fn` run with every attention on projected keys (no `fold_keys`)."""
+
+    def run():
+        rule = kernels.folds_keys
+        kernels.folds_keys = lambda *args: False
+        try:
+            return fn()
+        finally:
+            kernels.folds_keys = rule
+
+    return run
+
+
+def _folds_somewhere(case, n, dim, heads):
+    return any(
+        kernels.folds_keys(q, k, dim // heads)
+        for q, k in attention_shapes(case, n)
+    )
+
+
 def _features(case, dim):
     return {"MST": MST_INPUT_DIM, "CMP": CMP_FEATURES}.get(case, dim)
 
@@ -896,7 +955,15 @@ def _jit_twin(model, case, n, dim, heads, x, target):
     return twin, time.perf_counter() - start
 
 
-def run_case(case, n, warmup, repeats, seed=0, jit_variant=False):
+def run_case(
+    case,
+    n,
+    warmup,
+    repeats,
+    seed=0,
+    jit_variant=False,
+    layer_calls_variant=False,
+):
     _, batch, dim, heads = CASES[case]
     keras.utils.set_random_seed(seed)
     rng = np.random.default_rng(seed)
@@ -944,6 +1011,7 @@ def run_case(case, n, warmup, repeats, seed=0, jit_variant=False):
         )
     load_before = os.getloadavg()
     kernel_choice = _chooses_plain_kernel(case, n)
+    folds = _folds_somewhere(case, n, dim, heads)
     steps = {
         "train": (
             lambda: model.train_on_batch(x, target),
@@ -960,6 +1028,12 @@ def run_case(case, n, warmup, repeats, seed=0, jit_variant=False):
         if kernel_choice:
             # The same model with Keras's kernel choice (always fused).
             fns[f"ours_fused_{step}"] = _fused_only(ours)
+        if layer_calls_variant:
+            # The same model with every sub-layer called as a layer.
+            fns[f"ours_layer_calls_{step}"] = _layer_calls(ours)
+            if folds:
+                # Written out, but with the keys and values projected.
+                fns[f"ours_unfolded_{step}"] = _unfolded(ours)
         if twin is not None:
             fns[f"ours_jit_{step}"] = (
                 functools.partial(twin.train_on_batch, x, target)
@@ -1000,6 +1074,15 @@ def run_case(case, n, warmup, repeats, seed=0, jit_variant=False):
         row["two_pass_train_ratio"] = round(
             times["ours_two_pass_train"] / times["plain_train"], 3
         )
+    if layer_calls_variant:
+        for step in ("train", "infer"):
+            for variant in ("layer_calls", "unfolded"):
+                if f"ours_{variant}_{step}" in times:
+                    row[f"{variant}_{step}_ratio"] = round(
+                        times[f"ours_{variant}_{step}"]
+                        / times[f"plain_{step}"],
+                        3,
+                    )
     if kernel_choice:
         row["fused_train_ratio"] = round(
             times["ours_fused_train"] / times["plain_train"], 3
@@ -1025,6 +1108,12 @@ def main(argv=None):
         action="store_true",
         help="also time our model compiled with jit_compile=True "
         "(torch.compile on torch; ours_jit_*)",
+    )
+    parser.add_argument(
+        "--layer-calls-variant",
+        action="store_true",
+        help="also time our model with every sub-layer of the blocks "
+        "called as a layer (ours_layer_calls_*)",
     )
     parser.add_argument(
         "--threads",
@@ -1063,7 +1152,12 @@ def main(argv=None):
             if args.max_n is not None and n > args.max_n:
                 continue
             row = run_case(
-                case, n, args.warmup, args.repeats, jit_variant=args.jit_variant
+                case,
+                n,
+                args.warmup,
+                args.repeats,
+                jit_variant=args.jit_variant,
+                layer_calls_variant=args.layer_calls_variant,
             )
             # The matrix-product rate right after the row, under its load.
             row["gemm_flops_per_s"] = gemm_rate()
@@ -1078,13 +1172,25 @@ def main(argv=None):
                     f"infer {row['jit_infer_ratio']:.2f}, first call "
                     f"{row['jit_first_call_seconds']:.0f} s)"
                 )
+            if "layer_calls_train_ratio" in row:
+                fused += (
+                    "  (sub-layers called: train "
+                    f"{row['layer_calls_train_ratio']:.2f}, infer "
+                    f"{row['layer_calls_infer_ratio']:.2f})"
+                )
+            if "unfolded_train_ratio" in row:
+                fused += (
+                    "  (keys projected: train "
+                    f"{row['unfolded_train_ratio']:.2f}, infer "
+                    f"{row['unfolded_infer_ratio']:.2f})"
+                )
             if "two_pass_train_ratio" in row:
                 fused += (
                     "  (root pass, then every segment again: train "
                     f"{row['two_pass_train_ratio']:.2f})"
                 )
             if "fused_train_ratio" in row:
-                fused = (
+                fused += (
                     "  (fused kernel only: train "
                     f"{row['fused_train_ratio']:.2f}, infer "
                     f"{row['fused_infer_ratio']:.2f})"

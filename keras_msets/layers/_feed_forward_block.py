@@ -8,12 +8,107 @@ relation network) subclass it and put their own mixing step in front, and
 the row-wise baseline block is this block alone. Its attribute names
 (`ff_hidden`, `ff_output`, `output_norm`) key the weight files and are
 frozen.
+
+The blocks call their own sub-layers' arithmetic (`apply_dense`,
+`apply_norm`: the same ops on the same weights) instead of calling the
+sub-layers, which still exist and are built so that weights, names and
+checkpoints are those of the layers: on the torch backend, where every
+layer call runs eagerly through Keras's `Layer.__call__`, that call costs
+more than the arithmetic of a small block (see benchmarks/RESULTS.md,
+"fewer layer calls"). Layers under a mixed or quantized dtype policy are
+called as layers (`writes_out`).
 """
 
 import keras
+from keras import ops
 
 from keras_msets.utils.validation import check_positive_float
 from keras_msets.utils.validation import check_positive_int
+
+
+def writes_out(*layers):
+    """Whether the calls of `layers` may be replaced by their arithmetic.
+
+    True when every layer computes in its variables' dtype and is not
+    quantized: then `apply_dense` and `apply_norm` are exactly the
+    layer's `call`, and Keras's `Layer.__call__` adds nothing (the
+    inputs already have the compute dtype). Mixed precision (layer norms
+    compute in float32 there) and quantized kernels keep the layer call.
+    """
+    for layer in layers:
+        policy = layer.dtype_policy
+        if (
+            policy.quantization_mode is not None
+            or policy.compute_dtype != policy.variable_dtype
+        ):
+            return False
+    return True
+
+
+def as_compute_dtype(layer, x):
+    """`x` in `layer`'s compute dtype, as `Layer.__call__` casts it."""
+    if keras.backend.standardize_dtype(x.dtype) != layer.compute_dtype:
+        return ops.cast(x, layer.compute_dtype)
+    return x
+
+
+def _static_shape(dims):
+    """`dims` for `ops.reshape`, one unknown size as -1; None if more."""
+    dims = [-1 if d is None else d for d in dims]
+    return tuple(dims) if dims.count(-1) <= 1 else None
+
+
+def _einsum_dense_product(equation, x, kernel):
+    """`einsum(equation, x, kernel)` of an attention projection.
+
+    The projections of `keras.layers.MultiHeadAttention` on `[batch, n,
+    dim]` sets are written as one matrix product on the kernel flattened
+    to two axes (torch's einsum is slower than its matmul for these);
+    any other equation is left to `ops.einsum`.
+    """
+    if equation == "abc,cde->abde":  # [b, n, dim] -> [b, n, heads, size]
+        shape = _static_shape(tuple(x.shape[:2]) + tuple(kernel.shape[1:]))
+        if shape is not None:
+            flat = ops.reshape(kernel, (kernel.shape[0], -1))
+            return ops.reshape(ops.matmul(x, flat), shape)
+    if equation == "abcd,cde->abe":  # [b, n, heads, size] -> [b, n, dim]
+        width = kernel.shape[0] * kernel.shape[1]
+        shape = _static_shape(tuple(x.shape[:2]) + (width,))
+        if shape is not None:
+            flat = ops.reshape(kernel, (width, kernel.shape[-1]))
+            return ops.matmul(ops.reshape(x, shape), flat)
+    return ops.einsum(equation, x, kernel)
+
+
+def apply_dense(layer, x):
+    """`layer(x)` for a built `Dense` or `EinsumDense`, without the call.
+
+    The same ops as the layer's `call`: its kernel (with LoRA, if
+    enabled), bias and activation, on `x` in the layer's compute dtype.
+    """
+    x = as_compute_dtype(layer, x)
+    if isinstance(layer, keras.layers.EinsumDense):
+        y = _einsum_dense_product(layer.equation, x, layer.kernel)
+    else:
+        y = ops.matmul(x, layer.kernel)
+    if layer.bias is not None:
+        y = ops.add(y, layer.bias)
+    if layer.activation is not None:
+        y = layer.activation(y)
+    return y
+
+
+def apply_norm(layer, x):
+    """`layer(x)` for a built `LayerNormalization`, without the call."""
+    y = ops.layer_normalization(
+        as_compute_dtype(layer, x),
+        layer.gamma,
+        layer.beta,
+        layer.axis,
+        layer.epsilon,
+        rms_scaling=layer.rms_scaling,
+    )
+    return ops.cast(y, layer.compute_dtype)
 
 
 class FeedForwardBlock(keras.layers.Layer):
@@ -75,6 +170,10 @@ class FeedForwardBlock(keras.layers.Layer):
 
     def feed_forward(self, hidden):
         """`LN(hidden + FF(hidden))`."""
+        if writes_out(self):
+            ff = apply_dense(self.ff_hidden, hidden)
+            ff = apply_dense(self.ff_output, ff)
+            return apply_norm(self.output_norm, hidden + ff)
         return self.output_norm(hidden + self.ff_output(self.ff_hidden(hidden)))
 
     def build(self, input_shape):

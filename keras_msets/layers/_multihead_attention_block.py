@@ -12,6 +12,9 @@ from keras import ops
 
 from keras_msets import ops as msets_ops
 from keras_msets.layers._feed_forward_block import FeedForwardBlock
+from keras_msets.layers._feed_forward_block import apply_norm
+from keras_msets.layers._feed_forward_block import as_compute_dtype
+from keras_msets.layers._feed_forward_block import writes_out
 from keras_msets.layers._set_multi_head_attention import SetMultiHeadAttention
 
 # `as_features`, `check_features_argument` and `check_mask_argument` live in
@@ -92,6 +95,24 @@ def zero_without_keys(attended, any_valid):
         return attended
     any_valid = ops.reshape(any_valid, (-1,) + (1,) * (len(attended.shape) - 1))
     return ops.where(any_valid, attended, ops.zeros_like(attended))
+
+
+def run_block(block, query, value, value_mask=None, training=None):
+    """`block(query, value, value_mask=..., training=...)` inside a call.
+
+    A `MultiheadAttentionBlock` that writes out its sub-layers' arithmetic
+    (`writes_out`) runs its `call` directly: it is built, holds no mask
+    and shares its owner's dtype policy, so `Layer.__call__` would only
+    add its cost. Any other pair block is called as a layer.
+    """
+    if isinstance(block, MultiheadAttentionBlock) and writes_out(block):
+        return block.call(
+            as_compute_dtype(block, query),
+            as_compute_dtype(block, value),
+            value_mask=value_mask,
+            training=training,
+        )
+    return block(query, value, value_mask=value_mask, training=training)
 
 
 BLOCK_ARGUMENTS = (
@@ -216,11 +237,8 @@ class MultiheadAttentionBlock(FeedForwardBlock):
             )
             # A key mask `[batch, 1, n_k]`, broadcast over the queries.
             attention_mask = ops.expand_dims(value_mask, 1)
-        attended = self.attention(
-            query,
-            value,
-            attention_mask=attention_mask,
-            training=training,
+        attended = self.attention.attend(
+            query, value, attention_mask=attention_mask, training=training
         )
         return zero_without_keys(attended, any_valid)
 
@@ -228,7 +246,12 @@ class MultiheadAttentionBlock(FeedForwardBlock):
         attended = self.attend(
             query, value, value_mask=value_mask, training=training
         )
-        return self.feed_forward(self.attention_norm(query + attended))
+        hidden = query + attended
+        if writes_out(self.attention_norm):
+            hidden = apply_norm(self.attention_norm, hidden)
+        else:
+            hidden = self.attention_norm(hidden)
+        return self.feed_forward(hidden)
 
     def compute_output_shape(self, query_shape, value_shape):
         return tuple(query_shape)

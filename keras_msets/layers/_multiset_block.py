@@ -24,6 +24,9 @@ training=None)` that returns a tensor shaped like `query`, built with
 import keras
 from keras import ops
 
+from keras_msets.layers._feed_forward_block import apply_dense
+from keras_msets.layers._feed_forward_block import apply_norm
+from keras_msets.layers._feed_forward_block import writes_out
 from keras_msets.layers._multihead_attention_block import BLOCK_ARGUMENTS
 from keras_msets.layers._multihead_attention_block import (
     MultiheadAttentionBlock,
@@ -33,6 +36,7 @@ from keras_msets.layers._multihead_attention_block import (
     check_features_argument,
 )
 from keras_msets.layers._multihead_attention_block import check_mask_argument
+from keras_msets.layers._multihead_attention_block import run_block
 from keras_msets.layers._multihead_attention_block import set_mask
 from keras_msets.layers._multihead_attention_block import zero_padding
 from keras_msets.utils.validation import check_bool
@@ -348,7 +352,8 @@ class MultisetBlock(keras.layers.Layer):
         outputs = []
         for k in range(num_sets):
             cross = [
-                self._block(k, j)(
+                run_block(
+                    self._block(k, j),
                     sets[k],
                     values[j],
                     value_mask=value_masks[j],
@@ -365,7 +370,8 @@ class MultisetBlock(keras.layers.Layer):
                 cross_term = cross_term / float(len(cross))
             terms = [cross_term]
             if not self.cross_only:
-                self_term = self._block(k, k)(
+                self_term = run_block(
+                    self._block(k, k),
                     sets[k],
                     values[k],
                     value_mask=value_masks[k],
@@ -374,13 +380,21 @@ class MultisetBlock(keras.layers.Layer):
                 terms = [self_term, cross_term]
             if self.merge == "concat":
                 dense = self.merge_denses[self._merge_index(k)]
-                merged = dense(ops.concatenate(terms, axis=-1))
+                merged = ops.concatenate(terms, axis=-1)
+                if writes_out(dense):
+                    merged = apply_dense(dense, merged)
+                else:
+                    merged = dense(merged)
             else:
                 merged = terms[0]
                 for term in terms[1:]:
                     merged = merged + term
             norm = self.merge_norms[self._merge_index(k)]
-            outputs.append(norm(sets[k] + merged))
+            merged = sets[k] + merged
+            if writes_out(norm):
+                outputs.append(apply_norm(norm, merged))
+            else:
+                outputs.append(norm(merged))
         return outputs
 
     def __call__(self, inputs, *args, **kwargs):

@@ -21,6 +21,7 @@ from keras_msets.layers._multihead_attention_block import (
 from keras_msets.layers._multihead_attention_block import check_mask_argument
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import repeat_for_batch
+from keras_msets.layers._multihead_attention_block import run_block
 from keras_msets.layers._multihead_attention_block import set_mask
 from keras_msets.layers._multihead_attention_block import zero_padding
 from keras_msets.utils.validation import check_positive_int
@@ -127,7 +128,7 @@ class InducingPointsMixin:
         """`MAB(I, X)`: the `m` points attend to the set `x`."""
         # [batch, m, dim]: the inducing points, once per set.
         inducing = repeat_for_batch(points, x)
-        return block(inducing, x, value_mask=mask, training=training)
+        return run_block(block, inducing, x, value_mask=mask, training=training)
 
     def get_config(self):
         config = super().get_config()

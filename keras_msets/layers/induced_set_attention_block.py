@@ -1,6 +1,7 @@
 import keras
 
 from keras_msets.layers._multihead_attention_block import check_set_shape
+from keras_msets.layers._multihead_attention_block import run_block
 from keras_msets.layers._set_attention_layer import InducingPointsMixin
 from keras_msets.layers._set_attention_layer import SetAttentionLayer
 
@@ -69,4 +70,4 @@ class InducedSetAttentionBlock(InducingPointsMixin, SetAttentionLayer):
         summary = self.summarize(
             self.inducing_block, self.inducing_points, x, mask, training
         )
-        return self.output_block(x, summary, training=training)
+        return run_block(self.output_block, x, summary, training=training)

@@ -2,6 +2,7 @@ import keras
 
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multihead_attention_block import repeat_for_batch
+from keras_msets.layers._multihead_attention_block import run_block
 from keras_msets.layers._set_attention_layer import SetAttentionLayer
 from keras_msets.utils.validation import check_positive_int
 
@@ -81,7 +82,9 @@ class PoolingByMultiheadAttention(SetAttentionLayer):
         x, mask = self.prepare_set(inputs, mask)
         # [batch, k, dim]: the seeds, once per set.
         seeds = repeat_for_batch(self.seeds, x)
-        return self.block(seeds, x, value_mask=mask, training=training)
+        return run_block(
+            self.block, seeds, x, value_mask=mask, training=training
+        )
 
     def compute_mask(self, inputs, mask=None):
         return None

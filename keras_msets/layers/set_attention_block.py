@@ -1,6 +1,7 @@
 import keras
 
 from keras_msets.layers._multihead_attention_block import check_set_shape
+from keras_msets.layers._multihead_attention_block import run_block
 from keras_msets.layers._set_attention_layer import SetAttentionLayer
 
 
@@ -69,4 +70,4 @@ class SetAttentionBlock(SetAttentionLayer):
 
     def call(self, inputs, mask=None, training=None):
         x, mask = self.prepare_set(inputs, mask)
-        return self.block(x, x, value_mask=mask, training=training)
+        return run_block(self.block, x, x, value_mask=mask, training=training)

@@ -177,3 +177,42 @@ def test_kernel_rule(num_queries, num_keys, on_cpu, on_gpu):
     assert rule(num_queries, num_keys, "torch", on_gpu=True) is on_gpu
     for backend in ("jax", "tensorflow"):
         assert not rule(num_queries, num_keys, backend, on_gpu=True)
+
+
+def test_folded_keys_agree_on_outputs_and_gradients(monkeypatch):
+    """Few queries: the attention on the keys' inputs (`fold_keys`) is the
+    attention on the projected keys, masked, all-masked and in gradients."""
+    query, value, mask = _inputs(n_q=2)
+    block = _block()
+    results = {}
+    for folded in (True, False):
+        monkeypatch.setattr(
+            kernels, "folds_keys", lambda *args, folded=folded: folded
+        )
+        results[folded] = _with_gradients(block, query, value, mask)
+    for name, folded, projected in zip(
+        ("output", "query gradient", "value gradient"),
+        results[True],
+        results[False],
+        strict=True,
+    ):
+        assert np.all(np.isfinite(folded)), name
+        np.testing.assert_allclose(
+            folded, projected, atol=TOLERANCE, rtol=0, err_msg=name
+        )
+    assert np.all(results[True][2][~mask] == 0.0)
+
+
+@pytest.mark.parametrize(
+    "num_queries, num_keys, key_dim, folds",
+    [
+        (1, 10000, 32, True),  # one pooling seed
+        (16, 100, 32, True),  # inducing points
+        (17, 100, 32, False),
+        (2, 2, 32, False),  # no more keys than queries
+        (None, 100, 32, False),
+        (1, None, 32, False),
+    ],
+)
+def test_fold_rule(num_queries, num_keys, key_dim, folds):
+    assert kernels.folds_keys(num_queries, num_keys, key_dim) is folds
