@@ -1100,6 +1100,9 @@ def main(argv=None):
     parser.add_argument(
         "--max-n", type=int, default=None, help="skip larger sizes"
     )
+    parser.add_argument(
+        "--min-n", type=int, default=None, help="skip smaller sizes"
+    )
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", help="write the results (JSON) here")
@@ -1150,6 +1153,8 @@ def main(argv=None):
         sizes = QUICK_SIZES[case] if args.quick else CASES[case][0]
         for n in sizes:
             if args.max_n is not None and n > args.max_n:
+                continue
+            if args.min_n is not None and n < args.min_n:
                 continue
             row = run_case(
                 case,
