@@ -143,18 +143,18 @@ those of the estimator benchmark; the random parameters come from a
 seed stream that the benchmark does not use. The model answers pairs
 whose smaller set has 400 to 2,999 points and whose larger set has at
 most 12,000 (the largest training size); every other pair is answered
-by an untrained rule (`serves["size_rule"]`, `keras_msets.stats.
-kl_excess.excess_estimate`): the base plus the excess of the copula
-k-NN estimate at k = 20 over its mean on three Gaussian reference pairs
-where that excess is larger than 1.5 times its spread over the
-reference pairs, with a 90 % interval from that spread. Its k-NN
-estimates use whole sets up to 10,000 points in d <= 4, 4,000 in d <= 8
-and 2,000 above, random blocks of that size beyond, so its cost grows
-linearly with n. The rule and its sizes were chosen on the
+by an untrained rule (`serves["size_rule"]`,
+`keras_msets.stats.kl_excess.excess_estimate`): the base plus the
+excess of the copula k-NN estimate at k = 20 over its mean on three
+Gaussian reference pairs where that excess is larger than 1.5 times its
+spread over the reference pairs, with a 90 % interval from that spread.
+Its k-NN estimates use whole sets up to 10,000 points in d <= 4, 4,000
+in d <= 8 and 2,000 above, random blocks of that size beyond, so its
+cost grows linearly with n. The rule and its sizes were chosen on the
 benchmark's development seeds (`benchmarks/refined_kl_large_n.py`):
 better than the model at n = 50, 150 and 10,000, worse at 1,000; the
-switch points lie halfway between on a log scale (the development
-seeds have no sizes between). The benchmark measures the error up to 10,000
+switch points lie halfway between on a log scale (the development seeds
+have no sizes between). The benchmark measures the error up to 10,000
 points only. The base, the statistics and the number of training pairs
 were chosen on the benchmark's development seeds
 (`benchmarks/refined_kl_design.py`).""",
