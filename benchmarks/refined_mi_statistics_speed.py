@@ -3,8 +3,8 @@
 Times `mi_statistics(x, y)` (numpy only, the same on every backend) for
 one pair `y = x + noise`, d_x = d_y = d, interleaved (each repeat runs
 the revision's module and the current one in turn), minimum of the
-repeats after a first call, checks that both give the same vector, and
-writes `results/estimator_benchmark/refined_mi_statistics_speed.json`.
+repeats after a first call (wall-clock and CPU time of the process),
+checks that both give the same vector, and writes `results/estimator_benchmark/refined_mi_statistics_speed.json`.
 
     OMP_NUM_THREADS=1 nice -n 10 \
         python benchmarks/refined_mi_statistics_speed.py --rev aa95517~1
@@ -61,18 +61,22 @@ def main(argv=None):
             same = np.array_equal(
                 before.mi_statistics(x, y), mi_statistics.mi_statistics(x, y)
             )
-            times = {"rev": [], "now": []}
+            times = {"rev": [], "now": [], "rev_cpu": [], "now_cpu": []}
             for _ in range(args.repeats):
                 for key, module in (("rev", before), ("now", mi_statistics)):
                     start = time.perf_counter()
+                    cpu = time.process_time()
                     module.mi_statistics(x, y)
                     times[key].append(time.perf_counter() - start)
+                    times[key + "_cpu"].append(time.process_time() - cpu)
             rows.append(
                 {
                     "d": d,
                     "n": n,
                     "rev_seconds": min(times["rev"]),
                     "now_seconds": min(times["now"]),
+                    "rev_cpu_seconds": min(times["rev_cpu"]),
+                    "now_cpu_seconds": min(times["now_cpu"]),
                     "identical": bool(same),
                 }
             )
