@@ -4,7 +4,8 @@ Times `mi_statistics(x, y)` (numpy only, the same on every backend) for
 one pair `y = x + noise`, d_x = d_y = d, interleaved (each repeat runs
 the revision's module and the current one in turn), minimum of the
 repeats after a first call (wall-clock and CPU time of the process),
-checks that both give the same vector, and writes `results/estimator_benchmark/refined_mi_statistics_speed.json`.
+checks that both give the same vector, and writes
+`results/estimator_benchmark/refined_mi_statistics_speed.json`.
 
     OMP_NUM_THREADS=1 nice -n 10 \
         python benchmarks/refined_mi_statistics_speed.py --rev aa95517~1
