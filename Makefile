@@ -69,8 +69,10 @@ endef
 test: lint
 	$(call run_suite,)
 
-# The development loop: the suite without the end-to-end tests marked
-# `slow` (each has a faster test that approximates its check).
+# The development loop: the suite without the tests marked `slow`
+# (end-to-end runs, command lines, trainings, cross-backend loads and the
+# parameter combinations beyond those covering each layer and model; each
+# has a faster test that approximates its check; tests/conftest.py).
 test-fast: install
 	$(call run_suite,-m "not slow")
 

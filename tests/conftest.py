@@ -167,9 +167,11 @@ BACKEND_INDEPENDENT_ON = os.environ.get("KERAS_MSETS_BACKEND_INDEPENDENT_ON")
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "slow: an end-to-end test of several seconds whose check a faster "
-        "test approximates; `make test-fast` leaves it out, `make test` "
-        "runs it",
+        "slow: an end-to-end run (recipe, benchmark script, command line, "
+        "training, preset re-measured on fresh data, cross-backend load) "
+        "or a parameter combination beyond those that cover each layer "
+        "and model; faster tests approximate its check. `make test-fast` "
+        "leaves it out, `make test` runs it",
     )
     config.addinivalue_line(
         "markers",
