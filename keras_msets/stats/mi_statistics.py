@@ -134,7 +134,8 @@ def copula_normal(a):
     order = np.argsort(a, axis=0, kind="stable")
     ranks = np.empty_like(order)
     ranks[order, np.arange(a.shape[1])[None, :]] = np.arange(n)[:, None]
-    return special.ndtri((ranks + 0.5) / n)
+    # One normal quantile per rank, looked up for every entry.
+    return special.ndtri((np.arange(n) + 0.5) / n)[ranks]
 
 
 def _max_norm_distances(a, rows=32):
