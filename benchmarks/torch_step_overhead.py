@@ -11,7 +11,8 @@ equations, and splits each step into:
 - `other_ms`: the rest of the step's wall time (Python: Keras's trainer,
   layer calls, `keras.ops` dispatch, autograd bookkeeping);
 - `layer_calls`: `Layer.__call__` invocations per step, and
-  `convert_to_tensor` calls (from `cProfile`).
+  `convert_to_tensor` calls (from `cProfile`);
+- `top_aten_ms`: the ATen operators with the largest self time per step.
 
 `step_ms` is the median of `--repeats` interleaved steps without a
 profiler; the profiled steps are slower, so the split is given per step
@@ -36,9 +37,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speed_vs_plain as bench  # noqa: E402
 
+TOP_OPS = 8
+
 
 def _aten_ms(fn, steps):
-    """ATen self time (ms per step) and wall time per step, profiled."""
+    """ATen self time and wall time (ms per step), and the largest ops."""
     import time
 
     from torch.profiler import ProfilerActivity
@@ -49,12 +52,14 @@ def _aten_ms(fn, steps):
         for _ in range(steps):
             fn()
         wall = time.perf_counter() - start
-    aten = sum(
-        event.self_cpu_time_total
-        for event in prof.key_averages()
-        if event.key.startswith("aten::")
-    )
-    return aten / 1e3 / steps, wall * 1e3 / steps
+    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    aten = sum(event.self_cpu_time_total for event in events)
+    events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    top = {
+        e.key: round(e.self_cpu_time_total / 1e3 / steps, 3)
+        for e in events[:TOP_OPS]
+    }
+    return aten / 1e3 / steps, wall * 1e3 / steps, top
 
 
 def _python_counts(fn, steps):
@@ -99,13 +104,14 @@ def run(case, n, repeats, steps):
     times = bench._median_times(fns, 2, repeats)
     row = {"case": case, "n": n, "load_average": os.getloadavg()}
     for name, fn in fns.items():
-        math_ms, profiled_ms = _aten_ms(fn, steps)
+        math_ms, profiled_ms, top = _aten_ms(fn, steps)
         row[name] = {
             "step_ms": round(times[name] * 1e3, 3),
             "profiled_step_ms": round(profiled_ms, 3),
             "math_ms": round(math_ms, 3),
             "other_ms": round(profiled_ms - math_ms, 3),
             **_python_counts(fn, steps),
+            "top_aten_ms": top,
         }
         print(case, n, name, row[name], flush=True)
     return row
@@ -114,7 +120,7 @@ def run(case, n, repeats, steps):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=["PMA", "SAB"])
-    parser.add_argument("--n", type=int, default=100)
+    parser.add_argument("--n", type=int, nargs="+", default=[100])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
@@ -127,7 +133,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     result = {"threads": args.threads, "keras": keras.__version__, "rows": []}
     for case in args.cases:
-        result["rows"].append(run(case, args.n, args.repeats, args.steps))
+        for n in args.n:
+            result["rows"].append(run(case, n, args.repeats, args.steps))
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=1) + "\n")
 
