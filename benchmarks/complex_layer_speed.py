@@ -74,8 +74,17 @@ weights, the former implementation of the pairs that have one (`FORMER`:
 the attention of four real score products and the overflow-safe modulus
 of the unscaled scores, in the attention and transformer pairs, and in
 the transformer two layer normalisations of the split parts; the order
-embedding with the backend's `cos` and `sin`), and checks that it
-gives the same outputs (`max_output_difference_former`).
+embedding with `cos_sin`'s polynomials differentiated by autodiff, or
+with `--embedding-former backend` the backend's `cos` and `sin`), and
+checks that it gives the same outputs (`max_output_difference_former`).
+
+`--device-time` (jax) also reports the time of the compiled step itself
+(`device_ms_<member>`, `device_ratio`): the durations of its XLA ops in
+`jax.profiler` traces, without Keras's Python around each
+`train_on_batch` call, which is the same for both layers of a pair and,
+on a small step, a large share of the wall time (it pulls the measured
+ratio towards 1, more so on a loaded machine); `device_top_ops_<member>`
+lists the largest ops.
 
 Writes `benchmarks/results/complex_layer_speed_<backend>.json` (settings,
 the command, per pair parameter counts and times) and prints a markdown
@@ -84,6 +93,7 @@ table for `benchmarks/RESULTS.md`.
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -98,6 +108,7 @@ from keras_msets import layers as msets_layers
 from keras_msets import ops as msets_ops
 from keras_msets.layers import complex_multi_head_attention as cmha
 from keras_msets.layers import complex_transformer_encoder as cte
+from keras_msets.ops import phase
 
 HERE = Path(__file__).parent
 PAIRS = ("embedding", "dense", "conv1d", "lstm", "attention", "transformer")
@@ -200,18 +211,55 @@ class FormerComplexTransformerEncoder(cte.ComplexTransformerEncoder):
             cte.ComplexMultiHeadAttention = current
 
 
+def _autodiff_cos_sin(theta):
+    """`keras_msets.ops.phase.cos_sin` on JAX without its custom gradient:
+    autodiff through the polynomials and a nested quadrant selection."""
+    if keras.backend.backend() != "jax":
+        return keras.ops.cos(theta), keras.ops.sin(theta)
+    ops = keras.ops
+    turns = ops.stop_gradient(ops.round(theta * (2 / math.pi)))
+    r = theta - turns * phase._HALF_PI_HI
+    r = (r - turns * phase._HALF_PI_MID) - turns * phase._HALF_PI_LO
+    r2 = r * r
+    sin = r + r * r2 * phase._polynomial(r2, phase._SIN_TERMS)
+    cos = 1 - 0.5 * r2 + r2 * r2 * phase._polynomial(r2, phase._COS_TERMS)
+    quadrant = ops.cast(turns, "int32") % 4
+    return (
+        ops.where(
+            quadrant == 0,
+            cos,
+            ops.where(quadrant == 1, -sin, ops.where(quadrant == 2, -cos, sin)),
+        ),
+        ops.where(
+            quadrant == 0,
+            sin,
+            ops.where(quadrant == 1, cos, ops.where(quadrant == 2, -sin, -cos)),
+        ),
+    )
+
+
 class FormerComplexOrderEmbedding(msets_layers.ComplexOrderEmbedding):
-    """`ComplexOrderEmbedding` with the backend's `cos` and `sin` (as
-    before `keras_msets.ops.phase.cos_sin`)."""
+    """`ComplexOrderEmbedding` with `cos_sin`'s polynomials differentiated
+    by autodiff (`--embedding-former autodiff`, the default)."""
+
+    def _cos_sin(self, phase):
+        return _autodiff_cos_sin(phase)
+
+
+class BackendCosSinComplexOrderEmbedding(msets_layers.ComplexOrderEmbedding):
+    """`ComplexOrderEmbedding` with the backend's `cos` and `sin`
+    (`--embedding-former backend`)."""
 
     def _cos_sin(self, phase):
         return keras.ops.cos(phase), keras.ops.sin(phase)
 
 
 FORMER = {
-    "embedding": lambda args: FormerComplexOrderEmbedding(
-        args.vocab_size, args.width
-    ),
+    "embedding": lambda args: (
+        FormerComplexOrderEmbedding
+        if args.embedding_former == "autodiff"
+        else BackendCosSinComplexOrderEmbedding
+    )(args.vocab_size, args.width),
     "attention": lambda args: FormerComplexMultiHeadAttention(
         num_heads=args.num_heads, key_dim=args.width // args.num_heads
     ),
@@ -344,6 +392,42 @@ def seconds_per_step(model, x, y, steps):
     return elapsed / steps
 
 
+def device_ms_per_step(model, x, y, steps, directory):
+    """XLA's CPU time per training step on jax, and its largest ops.
+
+    Traces `steps` calls of `train_on_batch` with `jax.profiler` and sums,
+    over the ops of the compiled step (`hlo_module` `jit_train_step`), the
+    median duration of each op per step: the compiled computation without
+    Keras's Python around it. Returns `(ms, {op: ms})`.
+    """
+    import gzip
+    import shutil
+
+    import jax
+
+    shutil.rmtree(directory, ignore_errors=True)
+    with jax.profiler.trace(str(directory)):
+        for _ in range(steps):
+            model.train_on_batch(x, y)
+    (trace,) = Path(directory).rglob("*.trace.json.gz")
+    with gzip.open(trace) as file:
+        events = json.load(file)["traceEvents"]
+    durations = {}
+    for event in events:
+        op_args = event.get("args", {})
+        if event.get("ph") != "X" or "hlo_op" not in op_args:
+            continue
+        if op_args.get("hlo_module") != "jit_train_step":
+            continue
+        durations.setdefault(op_args["hlo_op"], []).append(event["dur"])
+    shutil.rmtree(directory, ignore_errors=True)
+    ops_ms = {
+        op: statistics.median(d) * len(d) / steps / 1000
+        for op, d in durations.items()
+    }
+    return sum(ops_ms.values()), ops_ms
+
+
 def time_pair(pair, args, rng):
     """Builds, warms up and times the members of one pair.
 
@@ -426,6 +510,33 @@ def time_pair(pair, args, rng):
         "load_average_start": load_start,
         "load_average_end": list(os.getloadavg()),
     }
+    if args.device_time:
+        device = {member: [] for member in names}
+        ops_of = {}
+        for repeat in range(args.device_repeats):
+            order = names if repeat % 2 == 0 else names[::-1]
+            for member in order:
+                m = members[member]
+                ms, ops_ms = device_ms_per_step(
+                    m["model"],
+                    m["x"],
+                    m["y"],
+                    args.steps,
+                    args.output.parent / f"trace_{pair}_{member}",
+                )
+                device[member].append(ms)
+                ops_of.setdefault(member, []).append(ops_ms)
+        for member in names:
+            result[f"device_ms_{member}"] = statistics.median(device[member])
+            result[f"device_ms_{member}_repeats"] = device[member]
+            last = ops_of[member][-1]
+            result[f"device_top_ops_{member}"] = dict(
+                sorted(last.items(), key=lambda item: -item[1])[:12]
+            )
+        result["device_ratio"] = (
+            result["device_ms_complex"] / result["device_ms_real"]
+        )
+        result["device_ratio_over_implied"] = result["device_ratio"] / implied
     if FORMER_MEMBER in members:
         former = members[FORMER_MEMBER]
         ms_former = 1000 * statistics.median(former["blocks"])
@@ -528,6 +639,21 @@ def parse_args(argv):
         help="also time the former implementation of the pairs that have "
         f"one ({', '.join(FORMER)}) in the same blocks",
     )
+    parser.add_argument(
+        "--embedding-former",
+        choices=("autodiff", "backend"),
+        default="autodiff",
+        help="the former order embedding of --former: cos_sin's "
+        "polynomials without their custom gradient (autodiff), or the "
+        "backend's cos and sin (backend)",
+    )
+    parser.add_argument(
+        "--device-time",
+        action="store_true",
+        help="jax only: also the XLA CPU time per step of each member "
+        "(jax.profiler traces of --steps steps, --device-repeats times)",
+    )
+    parser.add_argument("--device-repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument(
@@ -547,6 +673,13 @@ def parse_args(argv):
     for name in ("steps", "repeats", "batch_size", "length", "width"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.device_time and keras.backend.backend() != "jax":
+        parser.error(
+            "--device-time needs KERAS_BACKEND=jax. Received: "
+            f"{keras.backend.backend()}"
+        )
+    if args.device_repeats < 1:
+        parser.error("--device-repeats must be positive")
     if args.warmup < 1:
         parser.error("--warmup must be positive (the first step compiles)")
     if args.width % args.num_heads:
@@ -581,6 +714,9 @@ def settings_of(args):
         "loss": "mse",
         "seed": args.seed,
         "former": args.former,
+        "embedding_former": args.embedding_former,
+        "device_time": args.device_time,
+        "device_repeats": args.device_repeats,
         "smoke": args.smoke,
     }
 
@@ -630,6 +766,15 @@ def main(argv=None):
                 f"; former {result['ms_complex_former']:.2f} ms, current / "
                 f"former {result['ratio_current_over_former']:.2f}"
             )
+        if "device_ratio" in result:
+            former += (
+                f"; XLA time per step: real {result['device_ms_real']:.2f} "
+                f"ms, complex {result['device_ms_complex']:.2f} ms"
+            )
+            if "device_ms_complex_former" in result:
+                former += (
+                    f", former {result['device_ms_complex_former']:.2f} ms"
+                )
         print(
             f"{pair}: real {result['ms_real']:.2f} ms, complex "
             f"{result['ms_complex']:.2f} ms, ratio {result['ratio']:.2f} "

@@ -208,6 +208,40 @@ def _polynomial(r2, terms):
     return total
 
 
+def _cos_sin_polynomial(theta):
+    """`(cos, sin)` of float32 `theta` from one range reduction."""
+    turns = ops.stop_gradient(ops.round(theta * (2 / math.pi)))
+    r = theta - turns * _HALF_PI_HI
+    r = (r - turns * _HALF_PI_MID) - turns * _HALF_PI_LO
+    r2 = r * r
+    sin = r + r * r2 * _polynomial(r2, _SIN_TERMS)
+    cos = 1 - 0.5 * r2 + r2 * r2 * _polynomial(r2, _COS_TERMS)
+    # Quadrant k mod 4 = 0, 1, 2, 3: cos(theta) = cos, -sin, -cos, sin and
+    # sin(theta) = sin, cos, -sin, -cos (two's complement: k & 3 = k mod 4).
+    quadrant = ops.cast(turns, "int32")
+    odd = ops.equal(quadrant & 1, 1)
+    first, second = ops.where(odd, sin, cos), ops.where(odd, cos, sin)
+    negate_cos = ops.equal((quadrant + 1) & 2, 2)
+    negate_sin = ops.equal(quadrant & 2, 2)
+    return (
+        ops.where(negate_cos, -first, first),
+        ops.where(negate_sin, -second, second),
+    )
+
+
+@ops.custom_gradient
+def _cos_sin_jax(theta):
+    cos, sin = _cos_sin_polynomial(theta)
+
+    def grad(*args, upstream=None):
+        if upstream is None:
+            (upstream,) = args
+        upstream_cos, upstream_sin = upstream
+        return cos * upstream_sin - sin * upstream_cos
+
+    return (cos, sin), grad
+
+
 def cos_sin(theta):
     """`(cos(theta), sin(theta))`, one shared range reduction on JAX.
 
@@ -217,33 +251,17 @@ def cos_sin(theta):
     r`, `|r| <= pi / 4` (exact for `|theta|` below about 3,000 rad, the
     error then growing like a float32 product's) and Taylor polynomials
     of degree 11 and 12 in `r`, whose truncation error is below 1e-9:
-    within 2e-7 of the exact values (tested against numpy). Elsewhere
-    (other backends, float64) the backend's `cos` and `sin`. Gradients
-    are those of the polynomials (within 4e-7 of `-sin` and `cos`).
+    within 2e-7 of the exact values (tested against numpy). Their
+    gradient is `-sin` and `cos` of those values (a custom gradient: the
+    backward pass reuses the outputs instead of differentiating the
+    polynomials and the quadrant selection). Elsewhere (other backends,
+    float64) the backend's `cos` and `sin`.
     """
     theta = ops.convert_to_tensor(theta)
     dtype = standardize_dtype(theta.dtype)
     if keras.backend.backend() != "jax" or dtype != "float32":
         return ops.cos(theta), ops.sin(theta)
-    turns = ops.stop_gradient(ops.round(theta * (2 / math.pi)))
-    r = theta - turns * _HALF_PI_HI
-    r = (r - turns * _HALF_PI_MID) - turns * _HALF_PI_LO
-    r2 = r * r
-    sin = r + r * r2 * _polynomial(r2, _SIN_TERMS)
-    cos = 1 - 0.5 * r2 + r2 * r2 * _polynomial(r2, _COS_TERMS)
-    quadrant = ops.cast(turns, "int32") % 4
-    return (
-        ops.where(
-            quadrant == 0,
-            cos,
-            ops.where(quadrant == 1, -sin, ops.where(quadrant == 2, -cos, sin)),
-        ),
-        ops.where(
-            quadrant == 0,
-            sin,
-            ops.where(quadrant == 1, cos, ops.where(quadrant == 2, -sin, -cos)),
-        ),
-    )
+    return _cos_sin_jax(theta)
 
 
 def _float64_available():
