@@ -34,6 +34,9 @@ from keras_msets.layers._feed_forward_block import writes_out
 #   the CPU the fused kernel took 1.15-1.57x the plain product alone, yet
 #   the whole PMA step at 10,000 keys was slower with the plain product
 #   (benchmarks/speed_vs_plain.py, torch), so the fused kernel stays there.
+#   The blocks' own attention of few queries (`attend`) now takes
+#   `fold_keys` before any kernel (its keys are never projected); this
+#   rule remains for the key dims that `folds_keys` refuses.
 FEW_QUERIES = 4
 MANY_KEYS = 2000
 FEW_KEYS = 16
