@@ -4,6 +4,7 @@ keras-msets zoo list
 keras-msets zoo info NAME [--json]
 keras-msets zoo evaluate NAME [--update-card]
 keras-msets zoo train NAME [--output-dir DIR] [--overwrite] [--epochs N]
+    [--serves-only]
 keras-msets data fetch mr | mnist_5k [--dir DIR]
 
 A user error (an unknown preset, a broken preset folder, a missing
@@ -128,6 +129,7 @@ def _zoo_train(args):
         args.name,
         output_dir=args.output_dir,
         overwrite=args.overwrite,
+        serves_only=args.serves_only,
         **kwargs,
     )
     if isinstance(result, dict):
@@ -204,6 +206,14 @@ def build_parser():
                 help="allow replacing a preset, including an installed one",
             )
             sub.add_argument("--epochs", type=_positive_int, default=None)
+            sub.add_argument(
+                "--serves-only",
+                action="store_true",
+                help="no training: write the recipe's current `serves` into "
+                "the existing preset (--output-dir, default: the preset "
+                "NAME itself; an installed one needs --overwrite), weights "
+                "untouched",
+            )
     data_parser = commands.add_parser("data", help="offline data sets")
     data_commands = data_parser.add_subparsers(
         dest="data_command", required=True

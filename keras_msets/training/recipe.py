@@ -33,7 +33,9 @@ Training never destroys a preset: by default it writes into a new folder
 `runs/<date>-<time>/<name>` under the current directory, and it refuses to
 write into an existing non-empty folder, a preset folder, the repository's
 `zoo/` folder or the installed presets unless `overwrite=True`
-(`--overwrite`) is passed.
+(`--overwrite`) is passed. `RECIPE.update_serves(folder)` (`--serves-only`)
+writes a changed `serves` declaration into an existing preset without
+training (`keras_msets.training.serves_update`).
 """
 
 import argparse
@@ -186,6 +188,28 @@ def check_output_dir(output_dir, overwrite=False):
     return path
 
 
+def _installed_folder(name):
+    for root in preset_roots():
+        if (root / name / WEIGHTS_FILE).is_file():
+            return root / name
+    raise ValueError(
+        f"No installed preset {name!r} to update: pass the preset folder "
+        f"as `output_dir`. Received: output_dir=None"
+    )
+
+
+def check_serves_only_options(options):
+    """Raise a `ValueError` if a serves update is asked for together with
+    training options (`options`: names to values, None or False unset)."""
+    given = {k: v for k, v in options.items() if v not in (None, False)}
+    if given:
+        raise ValueError(
+            "A serves update does not train: training options cannot be "
+            "combined with it. Received: serves_only=True, "
+            + ", ".join(f"{k}={v!r}" for k, v in sorted(given.items()))
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Recipe:
     """A zoo preset declared: which model, task, budget, starting point.
@@ -289,6 +313,21 @@ class Recipe:
         self.write_preset(model, path, budget, metrics)
         return path
 
+    def update_serves(self, output_dir=None, overwrite=False):
+        """Writes this recipe's current `serves` into an existing preset
+        folder, weights untouched (`keras_msets.training.serves_update`);
+        returns the folder.
+
+        `output_dir` defaults to the installed preset of this name (which
+        needs `overwrite=True`).
+        """
+        from keras_msets.training import serves_update
+
+        if output_dir is None:
+            output_dir = _installed_folder(self.name)
+        serves_update.update_serves(self, output_dir, overwrite)
+        return Path(output_dir).resolve()
+
     def output_folder(self, output_dir, overwrite, budget):
         """The checked output folder of a run (`check_output_dir`; the
         budget's `checkpoint_dir` by `check_checkpoint_dir`)."""
@@ -352,6 +391,13 @@ class Recipe:
             "output folder), never into an installed preset",
         )
         distribution.add_distribution_arguments(parser)
+        parser.add_argument(
+            "--serves-only",
+            action="store_true",
+            help="no training: write the recipe's current `serves` into "
+            "the existing preset in --output-dir (default: the installed "
+            "one, which needs --overwrite), weights untouched",
+        )
         parser.add_argument("--verbose", type=int, default=2)
         for flag, text in self.flags:
             parser.add_argument(flag, action="store_true", help=text)
@@ -360,6 +406,16 @@ class Recipe:
     def main(self, argv=None):
         """`python zoo/<name>/recipe.py [--steps N] [--output-dir D] ...`."""
         args = vars(self.argument_parser().parse_args(argv))
+        if args.pop("serves_only"):
+            args.pop("verbose")
+            output_dir, overwrite = (
+                args.pop("output_dir"),
+                args.pop("overwrite"),
+            )
+            check_serves_only_options(args)
+            path = self.update_serves(output_dir, overwrite)
+            print(path)
+            return path
         path = self.train(
             output_dir=args.pop("output_dir"),
             overwrite=args.pop("overwrite"),

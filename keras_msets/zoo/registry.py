@@ -33,6 +33,7 @@ from keras_msets.training.preset_io import example_input
 from keras_msets.training.preset_io import example_outputs
 from keras_msets.training.preset_io import save_preset
 from keras_msets.training.preset_io import sha256_of
+from keras_msets.training.recipe import check_serves_only_options
 from keras_msets.training.recipe import default_output_dir
 from keras_msets.utils.scripts import load_script
 
@@ -326,7 +327,7 @@ def _inside(path, folder):
     return True
 
 
-def train(name, output_dir=None, overwrite=False, **options):
+def train(name, output_dir=None, overwrite=False, serves_only=False, **options):
     """Run the recipe of preset `name`; returns the folder it wrote.
 
     Training never writes into an installed preset or the repository's
@@ -341,11 +342,17 @@ def train(name, output_dir=None, overwrite=False, **options):
         output_dir: where to write the new preset (None: see above).
         overwrite: allow replacing a preset (and writing into the
             presets folder).
+        serves_only: do not train; write the recipe's current `serves`
+            into the existing preset `output_dir` (default: the preset
+            `name` itself), weights untouched
+            (`keras_msets.training.serves_update`).
         **options: passed to the recipe's `train` (e.g. `epochs`).
     """
     name, folder = _locate(name)
     module = load_recipe(folder)
     recipe = _recipe_api(module)
+    if serves_only:
+        output_dir = folder if output_dir is None else output_dir
     if output_dir is None:
         output_dir = default_output_dir(name)
     output_dir = Path(output_dir).expanduser().resolve()
@@ -357,6 +364,16 @@ def train(name, output_dir=None, overwrite=False, **options):
             "folder, or pass overwrite=True (`--overwrite` on the command "
             f"line) to write there. Received: output_dir={str(output_dir)!r}"
         )
+    if serves_only:
+        if not hasattr(recipe, "update_serves"):
+            raise ValueError(
+                f"The recipe of {name!r} is not a `Recipe`: it has no serves "
+                f"update. Received: name={name!r}, serves_only=True"
+            )
+        check_serves_only_options(options)
+        recipe.update_serves(output_dir, overwrite=overwrite)
+        print(f"The serves of the preset in {output_dir} were updated")
+        return output_dir
     if "overwrite" in inspect.signature(recipe.train).parameters:
         options["overwrite"] = overwrite
     result = recipe.train(output_dir=str(output_dir), **options)
