@@ -38,7 +38,11 @@ exists for it), `"warn"` keeps the model's answer with a warning, and
 `"raise"` raises a `ValueError`. Sizes above `set_size` give a warning
 (once per process) and the model's answer. Pairs of the sizes named by
 `serves["size_rule"]` (optional) are answered by an untrained rule
-instead of the model (`keras_msets.estimators.size_rule`).
+instead of the model (`keras_msets.estimators.size_rule`). The other
+large pairs are checked against the untrained rule named by
+`serves["whole_sample_check"]` (optional), whose answer replaces the
+model's where the two disagree by more than its band
+(`keras_msets.estimators.whole_sample_check`).
 """
 
 import functools
@@ -57,6 +61,7 @@ from keras_msets.estimators.inputs import _as_sets
 from keras_msets.estimators.inputs import load_estimator
 from keras_msets.estimators.size_rule import apply_size_rule
 from keras_msets.estimators.size_rule import size_ruled
+from keras_msets.estimators.whole_sample_check import apply_whole_sample_check
 from keras_msets.stats.classical import knn_kl_divergence
 from keras_msets.stats.classical import ksg_mutual_information
 from keras_msets.training.tasks.statistics_regression import (
@@ -349,11 +354,21 @@ def statistics_estimates(
             y_sets,
             (estimate, low_q, high_q),
         )
+    inside = [i for i, r in enumerate(outside) if not r]
     apply_size_rule(
         serves.get("size_rule"),
         x_sets,
         y_sets,
-        [i for i, r in enumerate(outside) if not r],
+        inside,
+        (estimate, low_q, high_q),
+        level,
+    )
+    rule = serves.get("size_rule")
+    apply_whole_sample_check(
+        serves.get("whole_sample_check"),
+        x_sets,
+        y_sets,
+        [i for i in inside if not size_ruled(rule, x_sets[i], y_sets[i])],
         (estimate, low_q, high_q),
         level,
     )

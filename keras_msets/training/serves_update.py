@@ -131,14 +131,17 @@ def update_serves(recipe, folder, overwrite=False, inside_presets=None):
     _check_reading(old, serves, folder)
     metadata["task"] = metadata.get("task") or serves["estimator"]
     metadata["serves"] = serves
-    metadata["serves_updated"] = {
-        "date": datetime.date.today().isoformat(),
-        "keras_msets_version": __version__,
-        "changed": sorted(
-            k for k in set(old) | set(serves) if old.get(k) != serves.get(k)
-        ),
-        "weights_sha256": before[preset_io.WEIGHTS_FILE],
-    }
+    changed = sorted(
+        k for k in set(old) | set(serves) if old.get(k) != serves.get(k)
+    )
+    if changed or "serves_updated" not in metadata:
+        # An update that changes nothing keeps the last record.
+        metadata["serves_updated"] = {
+            "date": datetime.date.today().isoformat(),
+            "keras_msets_version": __version__,
+            "changed": changed,
+            "weights_sha256": before[preset_io.WEIGHTS_FILE],
+        }
     card = recipe.model_card(model, metadata.get("metrics") or {})
     preset_io.write_json(folder / preset_io.METADATA_FILE, metadata)
     (folder / preset_io.CARD_FILE).write_text(card)

@@ -138,3 +138,72 @@ def test_outside_the_gate_the_model_raises_a_blind_base():
         estimate = estimators.mutual_information(x, y, interval=0.9)
         assert estimate.value > base + 0.2
         assert estimate.low <= estimate.value <= estimate.high
+
+
+def _check_parts():
+    from keras_msets.estimators.whole_sample_check import (
+        apply_whole_sample_check,
+    )
+    from keras_msets.stats.mi_statistics import whole_sample_estimate
+
+    return (
+        _serves()["whole_sample_check"],
+        apply_whole_sample_check,
+        (whole_sample_estimate),
+    )
+
+
+def test_the_whole_sample_check_replaces_only_answers_outside_its_band():
+    check, apply_check, rule = _check_parts()
+    x, y, _ = _gaussian_pair(check["from_points"], 1, 1, 0.8)
+    value, sd = rule(x, y, **check["arguments"])
+    inside = value + 0.5 * check["band"] * sd
+    answers = ([inside, value + 1.0, 5.0], [0.0, 0.0, 0.0], [9.0, 9.0, 9.0])
+    answers = tuple(np.array(a) for a in answers)
+    # Pair 2 is not among the rows to check.
+    fired = apply_check(check, [x, x, x], [y, y, y], [0, 1], answers, 0.9)
+    assert fired == [1]
+    estimate, low, high = answers
+    np.testing.assert_array_equal(estimate[[0, 2]], [inside, 5.0])
+    np.testing.assert_array_equal(high[[0, 2]], [9.0, 9.0])
+    half = 1.6448536 * check["interval_scale"] * sd
+    assert estimate[1] == pytest.approx(value)
+    assert low[1] == pytest.approx(value - half, rel=1e-6)
+    assert high[1] == pytest.approx(value + half, rel=1e-6)
+    assert low[1] < estimate[1] < high[1]
+
+
+def test_the_whole_sample_check_leaves_small_and_costly_pairs():
+    check, apply_check, rule = _check_parts()
+    small = _gaussian_pair(check["from_points"] - 1, 1, 1, 0.8)
+    wide = _gaussian_pair(check["from_points"], 20, 20, 0.5)
+    assert rule(*wide[:2], **check["arguments"]) is None  # over its budget
+    answers = tuple(np.array([50.0, 50.0]) for _ in range(3))
+    fired = apply_check(
+        check, [small[0], wide[0]], [small[1], wide[1]], [0, 1], answers, 0.9
+    )
+    assert fired == []
+    for values in answers:
+        np.testing.assert_array_equal(values, [50.0, 50.0])
+
+
+def test_the_estimator_answers_with_the_whole_sample_rule_where_they_differ(
+    monkeypatch,
+):
+    # 15 coordinate pairs of correlation 0.8 at n = 1,000: the model adds
+    # an excess the base does not need; the rule is near the truth.
+    check, _, rule = _check_parts()
+    x, y, truth = _gaussian_pair(check["from_points"], 15, 15, 0.8)
+    value, sd = rule(x, y, **check["arguments"])
+    estimate = estimators.mutual_information(x, y, interval=0.9)
+    assert estimate.value == pytest.approx(value)
+    assert estimate.low < truth < estimate.high
+    assert estimate.high - estimate.low == pytest.approx(
+        2 * 1.6448536 * check["interval_scale"] * sd, rel=1e-6
+    )
+    # The model's own answer lies outside the rule's band.
+    from keras_msets.estimators import refined
+
+    monkeypatch.setattr(refined, "apply_whole_sample_check", lambda *a: [])
+    model = estimators.mutual_information(x, y)
+    assert abs(model - value) > check["band"] * sd

@@ -66,6 +66,9 @@ def test_serves_update_keeps_the_weights_and_records_them(tmp_path):
     assert record["weights_sha256"] == preset_io.sha256_of(
         folder / preset_io.WEIGHTS_FILE
     )
+    # Again with nothing to change: the record of the change stays.
+    recipe.update_serves(folder)
+    assert preset_io.read_metadata(folder)["serves_updated"] == record
     # Still a valid preset whose stored example output it reproduces.
     example = metadata["example"]
     model = zoo.load(folder)

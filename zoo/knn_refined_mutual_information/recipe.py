@@ -25,6 +25,19 @@ TRAIN_SPLITS = ["train", "train_gaussian", "train_large"]
 # Where |KSG excess over the Gaussian reference at k = 3| is below this
 # (nats), the estimate is the base (chosen on the development seeds).
 GATE = {"feature": "ksg_excess_k3", "below": 0.05}
+# From n = 1,000 the answer is checked against the whole-sample rule
+# (the base plus the whole-sample KSG excess over a Gaussian reference,
+# k = 3, within its cost budget) and replaced by it, with its interval
+# (+- z x 3 spreads), where the two differ by more than 3 x 1.645 of the
+# rule's spreads (chosen on the development seeds:
+# benchmarks/refined_mi_large_n.py, "check k=3 from n=1000 x3 +0").
+WHOLE_SAMPLE_CHECK = {
+    "function": "keras_msets.stats.mi_statistics.whole_sample_estimate",
+    "arguments": {"k": 3},
+    "from_points": 1000,
+    "band": 4.935,
+    "interval_scale": 3.0,
+}
 
 
 def table(split):
@@ -60,6 +73,7 @@ RECIPE = Recipe(
             "statistics": "keras_msets.stats.mi_statistics",
             "base_feature": mi_statistics.BASE_FEATURE,
             "base_gate": GATE,
+            "whole_sample_check": WHOLE_SAMPLE_CHECK,
             "clipped_features": ["log_n", "log_block"],
             "paired": True,
             "symmetric": False,
@@ -103,7 +117,13 @@ finite-sample (Wishart) bias of each log-determinant removed, nearly
 unbiased where the copula is Gaussian; the model corrects it from the
 excess of the sample's KSG estimates over those of a Gaussian sample with
 the same copula correlation (with Gaussian marginals the Gaussian copula
-has the least mutual information for its correlation). The training
+has the least mutual information for its correlation). From n = 1,000
+the answer is checked against a rule on the whole sample (the base plus
+the whole-sample KSG excess at k = 3 over a Gaussian reference of the
+same size, where that fits its cost budget) and replaced by the rule's
+answer and interval where the model's lies more than 3 x 1.645 of the
+rule's spreads away (`serves.whole_sample_check`, added to the trained
+weights by `--serves-only`). The training
 problems are of the same kinds as the estimator benchmark's (Gaussian,
 Student-t, uniform noise, spirals, monotone maps), drawn with random
 parameters from random streams disjoint from the benchmark's. The width
