@@ -1,12 +1,14 @@
-"""`accurate_phase` and the `ComplexMultiplicationPooling` step, two ways.
+"""`accurate_phase` and the `ComplexMultiplicationPooling` step, timed.
 
 `keras_msets.ops.accurate_phase` returns every angle as a float32 pair
 `hi + lo`, `lo` computed in float64 on TensorFlow and PyTorch. This script
-times that computation against the formula it replaced (kept below as
+times that computation against the formulas it replaced (kept below as
 `previous_accurate_phase`: the residual `(im cos hi - re sin hi) / |z|`
-with a float64 square root, on tensors that carry the gradient), both in
-the same run and interleaved (each repeat runs every variant in turn),
-medians of `--repeats` after one warm-up:
+with a float64 square root, on tensors that carry the gradient; and
+`rotation_accurate_phase`: the quotient of the parts of `z` rotated by
+`-hi`, which TensorFlow keeps and which PyTorch's float64 `atan2`
+replaced), all in the same run and interleaved (each repeat runs every
+variant in turn), medians of `--repeats` after one warm-up:
 
 - `phase`: `accurate_phase` alone, forward and backward of `sum(hi + lo)`
   on `[batch, n, 2 d]` (batch 32, d = 64);
@@ -20,9 +22,14 @@ medians of `--repeats` after one warm-up:
   against the layer as it was (`previous`: two slices of the inputs, a
   second float64 guard, the angles moved to the last axis before the
   blocks; `PreviousComplexMultiplicationPooling` below). Their outputs on
-  the same weights are compared (`max_output_difference`).
+  the same weights are compared (`max_output_difference`);
+- `guarantees`: the `pooling` step as it is (`current`), with float32
+  `atan2` angles and no float64 rest (`float32_angles`), with a plain
+  float32 sum of the angles instead of the exact phase sum
+  (`plain_sum`), and with neither (`neither`, the plain code's
+  arithmetic inside our layer): what each accuracy guarantee costs.
 
-Both variants' angles `hi + lo` are compared in float64 with numpy's
+The variants' angles `hi + lo` are compared in float64 with numpy's
 `arctan2` of the same inputs (`max_error_*`). The load average is stored
 before and after every row.
 
@@ -89,6 +96,25 @@ def guarded_accurate_phase(x):
     return hi, lo
 
 
+def rotation_accurate_phase(x):
+    """`accurate_phase` with the float64 rest of the rotation by `-hi` on
+    every backend (PyTorch's float64 `atan2` replaced it there)."""
+    x = ops.convert_to_tensor(x)
+    dtype = phase_ops._accumulation_dtype(x)
+    x = ops.cast(x, dtype)
+    hi = complex_phase(x)
+    if not phase_ops._float64_available():
+        return phase_ops.accurate_phase(x)
+    real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
+    hi64 = ops.cast(ops.stop_gradient(hi), "float64")
+    cos, sin = ops.cos(hi64), ops.sin(hi64)
+    along = real * cos + imag * sin
+    across = imag * cos - real * sin
+    lo = ops.cast(across / along, dtype)
+    lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
+    return hi, lo
+
+
 def _previous_block_sums(hi, lo, length):
     """Sums blocks of 64 along the last axis (zero padded)."""
     if length is None:
@@ -150,11 +176,51 @@ LAYERS = {
     "current": layers.ComplexMultiplicationPooling,
     "previous": PreviousComplexMultiplicationPooling,
 }
-KINDS = ("phase", "pooling", "layer")
+KINDS = ("phase", "pooling", "layer", "guarantees")
+
+
+def float32_phase(x):
+    """`complex_phase` in float32 and no rest: the plain code's angles."""
+    hi = complex_phase(ops.cast(x, "float32"))
+    return hi, ops.zeros_like(hi)
+
+
+def plain_phase_sum(phase, axis, wrap_phase, phase_lo=None):
+    """A plain float32 sum of the angles (no blocks, no reduction)."""
+    if phase_lo is not None:
+        phase = phase + phase_lo
+    return ops.sum(phase, axis=axis)
+
+
+def _guarantee_step(n, exact_angles, exact_sum):
+    """The `CMP` pooling step with or without each accuracy guarantee."""
+    fn = phase_ops.accurate_phase if exact_angles else float32_phase
+    step = _pooling_step(fn, n, np.random.default_rng(0))
+    if exact_sum:
+        return step
+
+    def plain_sum_step():
+        current = log_polar._phase_sum
+        log_polar._phase_sum = plain_phase_sum
+        try:
+            step()
+        finally:
+            log_polar._phase_sum = current
+
+    return plain_sum_step
+
+
+GUARANTEES = {
+    "current": (True, True),
+    "float32_angles": (False, True),
+    "plain_sum": (True, False),
+    "neither": (False, False),
+}
 
 VARIANTS = {
     "current": phase_ops.accurate_phase,
     "previous": previous_accurate_phase,
+    "rotation": rotation_accurate_phase,
 }
 
 
@@ -238,6 +304,11 @@ def run_row(kind, n, repeats, rng):
     x = rng.normal(size=(BATCH, n, 2 * STATES)).astype("float32")
     if kind == "phase":
         steps = {name: _phase_step(fn, x) for name, fn in VARIANTS.items()}
+    elif kind == "guarantees":
+        steps = {
+            name: _guarantee_step(n, *flags)
+            for name, flags in GUARANTEES.items()
+        }
     elif kind == "layer":
         steps = {
             name: _pooling_step(
@@ -260,8 +331,16 @@ def run_row(kind, n, repeats, rng):
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         **{f"ms_{name}": 1e3 * t for name, t in times.items()},
-        "ratio_current_over_previous": times["current"] / times["previous"],
     }
+    if kind == "guarantees":
+        for name in GUARANTEES:
+            row[f"ratio_{name}_over_current"] = times[name] / times["current"]
+        return row
+    row["ratio_current_over_previous"] = times["current"] / times["previous"]
+    if "rotation" in times:
+        row["ratio_current_over_rotation"] = (
+            times["current"] / times["rotation"]
+        )
     if kind == "phase":
         for name, fn in VARIANTS.items():
             row[f"max_error_{name}"] = _max_error(fn, x)
@@ -313,6 +392,16 @@ def main(argv=None):
         for n in args.sizes:
             row = run_row(kind, n, args.repeats, rng)
             result["rows"].append(row)
+            if kind == "guarantees":
+                print(
+                    f"{kind:8s} n={n:6d}  "
+                    + ", ".join(
+                        f"{name} {row[f'ms_{name}']:.1f} ms"
+                        for name in GUARANTEES
+                    ),
+                    flush=True,
+                )
+                continue
             print(
                 f"{kind:8s} n={n:6d}  current {row['ms_current']:.1f} ms, "
                 f"previous {row['ms_previous']:.1f} ms, ratio "

@@ -346,6 +346,31 @@ def _refine_phase_jax(real, imag, hi):
     return jnp.where(keep, lo, jnp.zeros_like(lo))
 
 
+# A float64 rest beyond this is not a rounding of `hi` (at most an ulp of
+# float32 `atan2`, about 5e-7 rad) but a convention: the origin's signed
+# zeros (`hi = 0`, float64 `atan2` = +-pi) or NaN.
+_MAX_REST = 1e-6
+
+
+def _float64_rest_torch(real, imag, hi):
+    """`lo` on PyTorch: float64 `atan2` of the parts, minus `hi`.
+
+    Keras's PyTorch `arctan2` computes float64 inputs in float32, so this
+    calls `torch.atan2` (within about an ulp of float64). One float64
+    angle and a subtraction: a third of the time of the rotation below
+    (`benchmarks/accurate_phase_speed.py`). `lo` carries no gradient; it
+    is 0 where it exceeds `_MAX_REST` (the origin, whatever the signs of
+    its zeros, and NaN inputs), and for infinite parts it is the rest of
+    their angle (a multiple of pi / 4).
+    """
+    import torch
+
+    with torch.no_grad():
+        angle = torch.atan2(imag.double(), real.double())
+        lo = (angle - hi.double()).to(hi.dtype)
+        return torch.where(lo.abs() < _MAX_REST, lo, torch.zeros_like(lo))
+
+
 def accurate_phase(x):
     """Phase of a complex tensor as a float32 pair `(hi, lo)`, `hi + lo`.
 
@@ -355,9 +380,10 @@ def accurate_phase(x):
     copies of one angle that is up to 1e-2 rad. `hi` is the float32 phase
     and `lo` the rest, for `log_polar_product(..., phase_lo=lo)`: on
     TensorFlow and PyTorch the rest is computed in float64 (the angle to
-    within about 1e-15 rad), on JAX by a float32 refinement (within about
-    1e-10 rad; see `_refine_phase_jax`). Conventions and gradients are those of
-    `complex_phase` (`lo` carries no gradient).
+    within about 1e-15 rad; PyTorch's float64 `atan2`, TensorFlow's
+    rotation by `-hi` below), on JAX by a float32 refinement (within
+    about 1e-10 rad; see `_refine_phase_jax`). Conventions and gradients
+    are those of `complex_phase` (`lo` carries no gradient).
 
     Args:
         x: complex tensor `[..., 2 * d]`.
@@ -375,17 +401,18 @@ def accurate_phase(x):
     if not _float64_available():
         real, imag = complex_split(x)
         return hi, _refine_phase_jax(real, imag, hi)
-    # The rest of the angle in float64: rotating `z` by `-hi` gives
-    # `r (cos(theta - hi), sin(theta - hi))` = `(re cos(hi) + im sin(hi),
-    # im cos(hi) - re sin(hi))`, and `theta - hi` is below an ulp of `hi`,
-    # where `tan(t) = t` to 1e-21 rad: `lo` is the quotient of the two
-    # parts (no square root, and no range beyond float64's). (Keras'
-    # PyTorch `arctan2` computes float64 inputs in float32, so the angle
-    # itself is not taken in float64.) `lo` carries no gradient, so the
-    # float64 arithmetic runs on constants (no autodiff bookkeeping). The
-    # origin (0 / 0) and infinite parts get `lo = 0`, as on JAX; `along`
-    # is positive everywhere else (`theta - hi` is tiny), so one float32
-    # guard after the quotient is the only one.
+    if keras.backend.backend() == "torch":
+        real, imag = complex_split(x)
+        return hi, _float64_rest_torch(real, imag, hi)
+    # TensorFlow: the rest of the angle in float64. Rotating `z` by `-hi`
+    # gives `r (cos(theta - hi), sin(theta - hi))` = `(re cos(hi) + im
+    # sin(hi), im cos(hi) - re sin(hi))`, and `theta - hi` is below an ulp
+    # of `hi`, where `tan(t) = t` to 1e-21 rad: `lo` is the quotient of the
+    # two parts (no square root, and no range beyond float64's). `lo`
+    # carries no gradient, so the float64 arithmetic runs on constants (no
+    # autodiff bookkeeping). The origin (0 / 0) and infinite parts get
+    # `lo = 0`, as on JAX; `along` is positive everywhere else (`theta -
+    # hi` is tiny), so one float32 guard after the quotient is the only one.
     real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
     hi64 = ops.cast(ops.stop_gradient(hi), "float64")
     cos, sin = ops.cos(hi64), ops.sin(hi64)

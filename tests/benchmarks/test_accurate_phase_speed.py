@@ -30,15 +30,21 @@ def test_accurate_phase_speed_tiny(tmp_path):
         ("phase", 3),
         ("pooling", 3),
         ("layer", 3),
+        ("guarantees", 3),
     ]
     for row in result["rows"]:
         assert len(row["load_average_before"]) == 3
+        if row["kind"] == "guarantees":
+            ratio = row["ms_neither"] / row["ms_current"]
+            assert row["ratio_neither_over_current"] == pytest.approx(ratio)
+            continue
         ratio = row["ms_current"] / row["ms_previous"]
         assert row["ratio_current_over_previous"] == pytest.approx(ratio)
     phase = result["rows"][0]
-    # Both formulas give the angle to float64 accuracy (numpy's arctan2).
+    # Every formula gives the angle to float64 accuracy (numpy's arctan2).
     assert phase["max_error_current"] < 1e-12
     assert phase["max_error_previous"] < 1e-12
+    assert phase["max_error_rotation"] < 1e-12
     # The layer as it was computes the same outputs on the same weights.
     assert result["rows"][2]["max_output_difference"] < 1e-5
 
