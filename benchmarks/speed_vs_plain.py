@@ -32,13 +32,14 @@ segment again (`ours_two_pass_train`), the before/after of the model's
 single training pass. With `--jit-variant` every row also times our
 model compiled with `jit_compile=True` (`ours_jit_*`; on torch Keras
 wraps its steps in `torch.compile`), the same weights, its first call
-(compilation) untimed and stored. With `--layer-calls-variant` (torch,
-whose steps are eager) every row also times our model with every
-sub-layer of the blocks called as a layer (`ours_layer_calls_*`) and,
-where an attention has few queries, with its keys and values projected
-(`ours_unfolded_*`; `SetMultiHeadAttention.fold_keys`). Besides the
-outputs, the first training step's losses of both sides are checked to
-agree (same weights).
+(compilation) untimed and stored. With `--layer-calls-variant` every
+row also times our model with every sub-layer of the blocks called as a
+layer (`ours_layer_calls_*`) and, where an attention has few queries,
+with its keys and values projected (`ours_unfolded_*`;
+`SetMultiHeadAttention.fold_keys`); on JAX these are twins of the model
+(same weights) compiled inside the variant. Besides the outputs, the
+first training step's losses of both sides are checked to agree (same
+weights).
 
 The plain attention is the framework's fused kernel
 (`torch.nn.functional.scaled_dot_product_attention`,
@@ -955,6 +956,25 @@ def _jit_twin(model, case, n, dim, heads, x, target):
     return twin, time.perf_counter() - start
 
 
+def _traced_twin(model, case, n, dim, heads, x, target, variant):
+    """`model` rebuilt with the same weights, its steps traced in `variant`.
+
+    On JAX a step is compiled at its first call and then keeps the path
+    it was traced with, so a variant (`_layer_calls`, `_unfolded`) is a
+    second model whose first calls run inside it.
+    """
+    layer, _ = build_ours(case, dim, heads)
+    twin = _ours_model(layer, case, n, dim)
+    twin.set_weights(model.get_weights())
+
+    def first_calls():
+        twin.train_on_batch(x, target)
+        twin.predict_on_batch(x)
+
+    variant(first_calls)()
+    return twin
+
+
 def run_case(
     case,
     n,
@@ -1012,6 +1032,19 @@ def run_case(
     load_before = os.getloadavg()
     kernel_choice = _chooses_plain_kernel(case, n)
     folds = _folds_somewhere(case, n, dim, heads)
+    variants = {}
+    if layer_calls_variant:
+        # The same model with every sub-layer called as a layer, and
+        # (written out) with the keys and values projected.
+        variants["layer_calls"] = _layer_calls
+        if folds:
+            variants["unfolded"] = _unfolded
+    twins = {}
+    if BACKEND == "jax":
+        twins = {
+            name: _traced_twin(model, case, n, dim, heads, x, target, wrap)
+            for name, wrap in variants.items()
+        }
     steps = {
         "train": (
             lambda: model.train_on_batch(x, target),
@@ -1028,12 +1061,17 @@ def run_case(
         if kernel_choice:
             # The same model with Keras's kernel choice (always fused).
             fns[f"ours_fused_{step}"] = _fused_only(ours)
-        if layer_calls_variant:
-            # The same model with every sub-layer called as a layer.
-            fns[f"ours_layer_calls_{step}"] = _layer_calls(ours)
-            if folds:
-                # Written out, but with the keys and values projected.
-                fns[f"ours_unfolded_{step}"] = _unfolded(ours)
+        for name, wrap in variants.items():
+            if name not in twins:
+                fns[f"ours_{name}_{step}"] = wrap(ours)
+            elif step == "train":
+                fns[f"ours_{name}_{step}"] = functools.partial(
+                    twins[name].train_on_batch, x, target
+                )
+            else:
+                fns[f"ours_{name}_{step}"] = functools.partial(
+                    twins[name].predict_on_batch, x
+                )
         if twin is not None:
             fns[f"ours_jit_{step}"] = (
                 functools.partial(twin.train_on_batch, x, target)
