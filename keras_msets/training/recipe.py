@@ -51,6 +51,7 @@ from typing import Any
 from keras_msets.training import card as card_lib
 from keras_msets.training import distribution
 from keras_msets.training import preset_io
+from keras_msets.training import serves_update
 from keras_msets.training.task import Task
 
 ZOO_DIR_ENV = "KERAS_MSETS_ZOO_DIR"
@@ -321,11 +322,11 @@ class Recipe:
         `output_dir` defaults to the installed preset of this name (which
         needs `overwrite=True`).
         """
-        from keras_msets.training import serves_update
-
         if output_dir is None:
             output_dir = _installed_folder(self.name)
-        serves_update.update_serves(self, output_dir, overwrite)
+        serves_update.update_serves(
+            self, output_dir, inside_presets, overwrite=overwrite
+        )
         return Path(output_dir).resolve()
 
     def output_folder(self, output_dir, overwrite, budget):

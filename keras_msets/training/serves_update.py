@@ -92,27 +92,23 @@ def _check_reading(old, new, folder):
         )
 
 
-def update_serves(recipe, folder, overwrite=False, inside_presets=None):
+def update_serves(recipe, folder, inside_presets, overwrite=False):
     """Writes `recipe`'s current `serves` into the preset in `folder`.
 
     Args:
         recipe: a `keras_msets.training.Recipe` whose task declares
             `serves`.
         folder: an existing preset folder (with its weights).
-        overwrite: needed where `folder` is inside the installed presets
-            or the repository's `zoo/` folder.
-        inside_presets: `folder -> bool` (default:
-            `keras_msets.training.recipe.inside_presets`).
+        inside_presets: `folder -> bool`, whether `folder` is inside the
+            installed presets or the repository's `zoo/` folder
+            (`keras_msets.training.recipe.inside_presets`).
+        overwrite: needed where `inside_presets(folder)`.
 
     Returns:
         The metadata written (a dict).
     """
-    from keras_msets.training import recipe as recipe_lib
-
     folder = Path(folder).expanduser().resolve()
-    _check_folder(
-        folder, overwrite, inside_presets or recipe_lib.inside_presets
-    )
+    _check_folder(folder, overwrite, inside_presets)
     metadata = preset_io.read_metadata(folder)
     preset_io.verify_files(folder, metadata)
     before = preset_io.file_hashes(folder)
