@@ -170,7 +170,7 @@ class FeedForwardBlock(keras.layers.Layer):
 
     def feed_forward(self, hidden):
         """`LN(hidden + FF(hidden))`."""
-        if writes_out(self):
+        if writes_out(self.ff_hidden, self.ff_output, self.output_norm):
             ff = apply_dense(self.ff_hidden, hidden)
             ff = apply_dense(self.ff_output, ff)
             return apply_norm(self.output_norm, hidden + ff)

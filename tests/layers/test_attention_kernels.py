@@ -216,3 +216,21 @@ def test_folded_keys_agree_on_outputs_and_gradients(monkeypatch):
 )
 def test_fold_rule(num_queries, num_keys, key_dim, folds):
     assert kernels.folds_keys(num_queries, num_keys, key_dim) is folds
+
+
+def test_quantized_blocks_call_their_sub_layers(monkeypatch):
+    """int8 kernels are left to the layers' own calls (`writes_out`)."""
+    from keras_msets import layers
+    from keras_msets.layers import _feed_forward_block
+    from keras_msets.layers import _multihead_attention_block
+
+    x = _inputs()[1]
+    inputs = keras.Input(x.shape[1:])
+    block = layers.InducedSetAttentionBlock(3, num_heads=2)
+    model = keras.Model(inputs, block(inputs))
+    model.quantize("int8")
+    out = keras.ops.convert_to_numpy(model(x))
+    for module in (_feed_forward_block, _multihead_attention_block, kernels):
+        monkeypatch.setattr(module, "writes_out", lambda *layers: False)
+    called = keras.ops.convert_to_numpy(model(x))
+    np.testing.assert_array_equal(out, called)
