@@ -118,3 +118,24 @@ def test_implied_ratios_follow_the_product_counts():
     )
     short = script.implied_ratio("transformer", 8, 1, 64)
     assert 3.9 < short < 4.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax", reason="XLA op times: jax only"
+)
+def test_device_time_sums_the_compiled_steps_ops(tmp_path):
+    script = _load_script()
+    output = tmp_path / "device.json"
+    args = ["--smoke", "--pairs", "embedding", "--device-time"]
+    args += ["--device-repeats", "1", "--output", str(output)]
+    (pair,) = script.main(args)["pairs"]
+    for member in ("real", "complex"):
+        ops_ms = pair[f"device_top_ops_{member}"]
+        assert ops_ms and all(ms > 0 for ms in ops_ms.values()), member
+        # The total is over every op of the step, the top ones included.
+        assert pair[f"device_ms_{member}"] >= sum(ops_ms.values()) - 1e-9
+    ratio = pair["device_ms_complex"] / pair["device_ms_real"]
+    assert pair["device_ratio"] == pytest.approx(ratio)
+    # The traces are removed once read.
+    assert not list(tmp_path.glob("trace_*"))
