@@ -352,23 +352,17 @@ def _refine_phase_jax(real, imag, hi):
 _MAX_REST = 1e-6
 
 
-def _float64_rest_torch(real, imag, hi):
-    """`lo` on PyTorch: float64 `atan2` of the parts, minus `hi`.
+def _float64_arctan2(imag, real):
+    """`atan2` computed in float64 (float64 inputs, a float64 result).
 
-    Keras's PyTorch `arctan2` computes float64 inputs in float32, so this
-    calls `torch.atan2` (within about an ulp of float64). One float64
-    angle and a subtraction: a third of the time of the rotation below
-    (`benchmarks/accurate_phase_speed.py`). `lo` carries no gradient; it
-    is 0 where it exceeds `_MAX_REST` (the origin, whatever the signs of
-    its zeros, and NaN inputs), and for infinite parts it is the rest of
-    their angle (a multiple of pi / 4).
+    Keras's PyTorch `arctan2` computes float64 inputs in float32, so on
+    PyTorch this calls `torch.atan2`; TensorFlow's is float64.
     """
-    import torch
+    if keras.backend.backend() == "torch":
+        import torch
 
-    with torch.no_grad():
-        angle = torch.atan2(imag.double(), real.double())
-        lo = (angle - hi.double()).to(hi.dtype)
-        return torch.where(lo.abs() < _MAX_REST, lo, torch.zeros_like(lo))
+        return torch.atan2(imag, real)
+    return ops.arctan2(imag, real)
 
 
 def accurate_phase(x):
@@ -380,10 +374,10 @@ def accurate_phase(x):
     copies of one angle that is up to 1e-2 rad. `hi` is the float32 phase
     and `lo` the rest, for `log_polar_product(..., phase_lo=lo)`: on
     TensorFlow and PyTorch the rest is computed in float64 (the angle to
-    within about 1e-15 rad; PyTorch's float64 `atan2`, TensorFlow's
-    rotation by `-hi` below), on JAX by a float32 refinement (within
-    about 1e-10 rad; see `_refine_phase_jax`). Conventions and gradients
-    are those of `complex_phase` (`lo` carries no gradient).
+    within about 1e-15 rad, from a float64 `atan2`), on JAX by a float32
+    refinement (within about 1e-10 rad; see `_refine_phase_jax`).
+    Conventions and gradients are those of `complex_phase` (`lo` carries
+    no gradient).
 
     Args:
         x: complex tensor `[..., 2 * d]`.
@@ -401,23 +395,16 @@ def accurate_phase(x):
     if not _float64_available():
         real, imag = complex_split(x)
         return hi, _refine_phase_jax(real, imag, hi)
-    if keras.backend.backend() == "torch":
-        real, imag = complex_split(x)
-        return hi, _float64_rest_torch(real, imag, hi)
-    # TensorFlow: the rest of the angle in float64. Rotating `z` by `-hi`
-    # gives `r (cos(theta - hi), sin(theta - hi))` = `(re cos(hi) + im
-    # sin(hi), im cos(hi) - re sin(hi))`, and `theta - hi` is below an ulp
-    # of `hi`, where `tan(t) = t` to 1e-21 rad: `lo` is the quotient of the
-    # two parts (no square root, and no range beyond float64's). `lo`
-    # carries no gradient, so the float64 arithmetic runs on constants (no
-    # autodiff bookkeeping). The origin (0 / 0) and infinite parts get
-    # `lo = 0`, as on JAX; `along` is positive everywhere else (`theta -
-    # hi` is tiny), so one float32 guard after the quotient is the only one.
+    # TensorFlow and PyTorch: the float64 angle minus `hi` (the
+    # subtraction is exact: the two are within an ulp of float32), on
+    # constants (`lo` carries no gradient, so no autodiff bookkeeping).
+    # One float64 `atan2` costs about 0.6 of rotating `z` by `-hi` in
+    # float64 (`cos` and `sin` of `hi`, four products and a quotient;
+    # `benchmarks/accurate_phase_speed.py`), for the same angles.
+    # `lo = 0` where it exceeds `_MAX_REST` (the origin, whatever the signs
+    # of its zeros, and NaN inputs); for infinite parts it is the rest of
+    # their angle (a multiple of pi / 4).
     real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
-    hi64 = ops.cast(ops.stop_gradient(hi), "float64")
-    cos, sin = ops.cos(hi64), ops.sin(hi64)
-    along = real * cos + imag * sin
-    across = imag * cos - real * sin
-    lo = ops.cast(across / along, dtype)
-    lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
-    return hi, lo
+    angle = _float64_arctan2(imag, real)
+    lo = ops.cast(angle - ops.cast(ops.stop_gradient(hi), "float64"), dtype)
+    return hi, ops.where(ops.abs(lo) < _MAX_REST, lo, ops.zeros_like(lo))
