@@ -6,7 +6,7 @@ times that computation against the formulas it replaced (kept below as
 `previous_accurate_phase`: the residual `(im cos hi - re sin hi) / |z|`
 with a float64 square root, on tensors that carry the gradient; and
 `rotation_accurate_phase`: the quotient of the parts of `z` rotated by
-`-hi`, which TensorFlow keeps and which PyTorch's float64 `atan2`
+`-hi`, with float64 `cos` and `sin` of `hi`, which the float64 `atan2`
 replaced), all in the same run and interleaved (each repeat runs every
 variant in turn), medians of `--repeats` after one warm-up:
 
@@ -97,8 +97,8 @@ def guarded_accurate_phase(x):
 
 
 def rotation_accurate_phase(x):
-    """`accurate_phase` with the float64 rest of the rotation by `-hi` on
-    every backend (PyTorch's float64 `atan2` replaced it there)."""
+    """`accurate_phase` with the float64 rest of the rotation by `-hi`:
+    `(im cos hi - re sin hi) / (re cos hi + im sin hi)`."""
     x = ops.convert_to_tensor(x)
     dtype = phase_ops._accumulation_dtype(x)
     x = ops.cast(x, dtype)
