@@ -407,7 +407,7 @@ class Recipe:
     def main(self, argv=None):
         """`python zoo/<name>/recipe.py [--steps N] [--output-dir D] ...`."""
         args = vars(self.argument_parser().parse_args(argv))
-        if args.pop("serves_only"):
+        if args.pop("serves_only", False):
             args.pop("verbose")
             output_dir, overwrite = (
                 args.pop("output_dir"),
