@@ -77,19 +77,27 @@ def previous_accurate_phase(x):
     return hi, lo
 
 
-def guarded_accurate_phase(x):
-    """`accurate_phase` with the former float64 guard of `along > 0`."""
+def _rotated_by_minus_hi(x):
+    """`(hi, dtype, along, across)`: `hi` and the float64 parts of `x`
+    rotated by `-hi`; None where float64 is not available."""
     x = ops.convert_to_tensor(x)
     dtype = phase_ops._accumulation_dtype(x)
     x = ops.cast(x, dtype)
     hi = complex_phase(x)
     if not phase_ops._float64_available():
-        return phase_ops.accurate_phase(x)
+        return None
     real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
     hi64 = ops.cast(ops.stop_gradient(hi), "float64")
     cos, sin = ops.cos(hi64), ops.sin(hi64)
-    along = real * cos + imag * sin
-    across = imag * cos - real * sin
+    return hi, dtype, real * cos + imag * sin, imag * cos - real * sin
+
+
+def guarded_accurate_phase(x):
+    """`accurate_phase` with the former float64 guard of `along > 0`."""
+    parts = _rotated_by_minus_hi(x)
+    if parts is None:
+        return phase_ops.accurate_phase(x)
+    hi, dtype, along, across = parts
     safe = ops.where(ops.greater(along, 0), along, ops.ones_like(along))
     lo = ops.cast(across / safe, dtype)
     lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
@@ -99,17 +107,10 @@ def guarded_accurate_phase(x):
 def rotation_accurate_phase(x):
     """`accurate_phase` with the float64 rest of the rotation by `-hi`:
     `(im cos hi - re sin hi) / (re cos hi + im sin hi)`."""
-    x = ops.convert_to_tensor(x)
-    dtype = phase_ops._accumulation_dtype(x)
-    x = ops.cast(x, dtype)
-    hi = complex_phase(x)
-    if not phase_ops._float64_available():
+    parts = _rotated_by_minus_hi(x)
+    if parts is None:
         return phase_ops.accurate_phase(x)
-    real, imag = complex_split(ops.cast(ops.stop_gradient(x), "float64"))
-    hi64 = ops.cast(ops.stop_gradient(hi), "float64")
-    cos, sin = ops.cos(hi64), ops.sin(hi64)
-    along = real * cos + imag * sin
-    across = imag * cos - real * sin
+    hi, dtype, along, across = parts
     lo = ops.cast(across / along, dtype)
     lo = ops.where(ops.isfinite(lo), lo, ops.zeros_like(lo))
     return hi, lo
