@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import time
 
@@ -46,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from estimator_bench import problems as problem_sets  # noqa: E402
 from estimator_bench import runner  # noqa: E402
+from preset_history import file_at_revision  # noqa: E402
 
 from keras_msets.stats import mi_statistics as stats  # noqa: E402
 
@@ -118,14 +118,7 @@ def cell_loader(rev=None, root=ROOT):
 
     def load(problem, n):
         path = runner.cell_path(ROOT, problem, n).resolve().relative_to(top)
-        text = subprocess.run(
-            ["git", "show", f"{rev}:{path}"],
-            cwd=top,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        return json.loads(text)
+        return json.loads(file_at_revision(path, rev, top))
 
     return load
 

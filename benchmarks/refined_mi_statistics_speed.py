@@ -16,11 +16,11 @@ import importlib.util
 import json
 import os
 import pathlib
-import subprocess
 import tempfile
 import time
 
 import numpy as np
+from preset_history import file_at_revision
 
 from keras_msets.stats import mi_statistics
 
@@ -30,15 +30,8 @@ MODULE = "keras_msets/stats/mi_statistics.py"
 
 def module_at(rev):
     top = pathlib.Path(__file__).resolve().parents[1]
-    text = subprocess.run(
-        ["git", "show", f"{rev}:{MODULE}"],
-        cwd=top,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
     path = pathlib.Path(tempfile.mkdtemp()) / "mi_statistics_at_rev.py"
-    path.write_text(text, encoding="utf-8")
+    path.write_bytes(file_at_revision(MODULE, rev, top))
     spec = importlib.util.spec_from_file_location("mi_statistics_at_rev", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
