@@ -22,6 +22,8 @@ import datetime
 import shutil
 from pathlib import Path
 
+import keras
+
 from keras_msets.training import preset_io
 from keras_msets.version import __version__
 
@@ -59,7 +61,12 @@ def _check_folder(folder, overwrite, inside_presets):
 
 
 def _check_architecture(recipe, model, folder):
-    stored = _architecture(preset_io.read_config(folder))
+    # The stored config as the model's class writes it today: arguments
+    # added to the class since the preset was saved get their defaults.
+    stored = keras.saving.deserialize_keras_object(
+        preset_io.read_config(folder)
+    )
+    stored = _architecture(preset_io.model_config(stored))
     declared = _architecture(preset_io.model_config(model))
     if stored != declared:
         inner_s, inner_d = stored.get("config", {}), declared.get("config", {})

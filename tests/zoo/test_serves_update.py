@@ -3,6 +3,7 @@ declaration on its existing weights, and refuses what would need new
 ones."""
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -112,4 +113,20 @@ def test_serves_update_of_an_installed_preset_needs_overwrite(
         zoo.train(PRESET, serves_only=True)
     assert (folder / "metadata.json").read_bytes() == metadata
     recipe.update_serves(folder, overwrite=True)
+    assert preset_io.read_metadata(folder)["serves"]["whole_sample_check"]
+
+
+def test_serves_update_accepts_a_config_saved_before_a_new_argument(tmp_path):
+    # A preset saved before the class gained an argument (stored config
+    # without it; the default keeps the old model) is the same model.
+    folder = _copy(tmp_path)
+    config = json.loads((folder / preset_io.CONFIG_FILE).read_text())
+    assert config["config"].pop("nonnegative_middle") is False
+    (folder / preset_io.CONFIG_FILE).write_text(json.dumps(config))
+    metadata = preset_io.read_metadata(folder)
+    metadata["files_sha256"] = preset_io.file_hashes(folder)
+    preset_io.write_json(folder / "metadata.json", metadata)
+    _recipe(folder, whole_sample_check={"from_points": 10}).update_serves(
+        folder
+    )
     assert preset_io.read_metadata(folder)["serves"]["whole_sample_check"]
