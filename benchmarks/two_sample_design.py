@@ -24,6 +24,14 @@ cached beside the default one). Writes `design_extended.json`:
 
     KERAS_BACKEND=torch python benchmarks/two_sample_design.py \
         --extended --exponents 0.25 0.5
+
+`--size-offset` chooses the shipped model's logit offset growing with
+the set sizes (`serves["size_offset"]`) on the same development rows and
+on n = 10,000 rows of the development seeds (`--large-n-rows` computes
+those alone, cached in `design_rows_dev_n10000.json`), and writes
+`design_size_offset.json`:
+
+    KERAS_BACKEND=torch python benchmarks/two_sample_design.py --size-offset
 """
 
 import json
@@ -53,6 +61,11 @@ EXTENDED = RESULTS / "two_sample_statistics" / "design_extended.json"
 EXTRA_DEV_SEEDS = tuple(range(10, 20))
 OFFSETS = (-0.5, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 SIZES = (50, 150, 1000)
+SIZE_OFFSET = RESULTS / "two_sample_statistics" / "design_size_offset.json"
+# Candidates of `--size-offset`: where the offset starts (points in the
+# smaller set) and its growth per unit of log(points).
+SIZE_OFFSET_FROM = (50, 150, 300)
+SIZE_OFFSET_SLOPES = (0.1, 0.2, 0.3, 0.4, 0.5)
 CANDIDATES = {
     "mlp_16": (16,),
     "mlp_32x32": (32, 32),
@@ -151,6 +164,141 @@ def extended_rows(path):
     return rows
 
 
+def large_n_rows(path, seeds, n=10_000):
+    """Features and labels of the benchmark's two-sample pairs at `n`
+    points per set for `seeds` (no MMD test: its kernel matrix of 2n
+    pooled points is too large), cached in `path` one problem at a time
+    so an interrupted run resumes."""
+    done = json.loads(path.read_text()) if path.exists() else []
+    finished = {r["problem"] for r in done}
+    for problem in problem_sets.two_sample_problems():
+        if problem.name in finished:
+            continue
+        for seed in seeds:
+            x, y, x2, z = problem.sample(n, seed)
+            for (a, b), same in (((x, y), True), ((x2, z), False)):
+                features = ts.two_sample_features(a, b)
+                done.append(
+                    {
+                        "problem": problem.name,
+                        "n": n,
+                        "seed": seed,
+                        "same": same,
+                        "features": np.asarray(features).tolist(),
+                    }
+                )
+        path.write_text(json.dumps(done) + "\n")
+        print(problem.name, "done", flush=True)
+    return done
+
+
+def size_offset_design():
+    """Logit offsets growing with the set sizes (`task.size_offset`:
+    `c * log(min(n, m, SIZE_FEATURE_CAP) / a)` above `a` points) for the
+    shipped model, on the development rows of
+    `extended_rows` (n = 50, 150, 1,000) and `large_n_rows` (10,000),
+    and the log loss on the generated validation pairs. The choice: the
+    highest accuracy summed over n = 50, 150 and 1,000, no n (10,000
+    included) more than one decision below no offset, then the lowest
+    validation log loss. Writes `SIZE_OFFSET`."""
+    from keras_msets import zoo
+
+    model = zoo.load("two_sample_statistics")
+    rows = extended_rows(OUT.parent / "design_rows_dev.json")
+    rows += large_n_rows(
+        OUT.parent / "design_rows_dev_n10000.json",
+        list(runner.DEV_SEEDS) + list(EXTRA_DEV_SEEDS),
+    )
+    features = np.array([r["features"] for r in rows], dtype="float32")
+    logit = _logit(task.probabilities(model, features))
+    sizes = np.array([r["n"] for r in rows])
+    same = np.array([r["same"] for r in rows])
+    validation = task.feature_table("validation")
+    v_logit = _logit(task.probabilities(model, validation["features"]))
+    v_same = validation["same"]
+
+    def score(rule):
+        moved = logit + task.size_offset(rule, sizes, sizes)
+        right = (moved >= 0) == same
+        accuracy = {
+            str(n): float(np.mean(right[sizes == n])) for n in (*SIZES, 10_000)
+        }
+        v_moved = v_logit + task.size_offset(
+            rule, validation["n"], validation["m"]
+        )
+        log_loss = np.mean(
+            np.logaddexp(0, -v_moved) * v_same
+            + np.logaddexp(0, v_moved) * ~v_same
+        )
+        return {
+            "rule": rule,
+            "accuracy": accuracy,
+            "sum_50_150_1000": float(sum(accuracy[str(n)] for n in SIZES)),
+            "validation_log_loss": float(log_loss),
+            "validation_accuracy": float(np.mean((v_moved >= 0) == v_same)),
+        }
+
+    base = score(None)
+    grid = [
+        score(
+            {
+                "per_log_points": slope,
+                "from_points": start,
+                "to_points": ts.SIZE_FEATURE_CAP,
+            }
+        )
+        for start in SIZE_OFFSET_FROM
+        for slope in SIZE_OFFSET_SLOPES
+    ]
+    pairs = len(rows) // (len(SIZES) + 1)
+
+    def allowed(entry):
+        return all(
+            (base["accuracy"][k] - v) * pairs <= 1 + 1e-9
+            for k, v in entry["accuracy"].items()
+        )
+
+    best = max(
+        [base] + [e for e in grid if allowed(e)],
+        key=lambda e: (
+            round(e["sum_50_150_1000"] * pairs),
+            -e["validation_log_loss"],
+        ),
+    )
+    test = task.feature_table("test")
+    t_logit = _logit(task.probabilities(model, test["features"]))
+    t_logit += task.size_offset(best["rule"], test["n"], test["m"])
+    t_probability = 1.0 / (1.0 + np.exp(-t_logit))
+    t_same = test["same"]
+    report = {
+        "seeds": list(runner.DEV_SEEDS) + list(EXTRA_DEV_SEEDS),
+        "pairs_per_n": pairs,
+        "none": base,
+        "grid": grid,
+        "chosen": best["rule"],
+        "served_test": {
+            "test_pairs": int(len(t_same)),
+            "accuracy": float(np.mean((t_logit >= 0) == t_same)),
+            "log_loss": float(
+                np.mean(
+                    np.logaddexp(0, -t_logit) * t_same
+                    + np.logaddexp(0, t_logit) * ~t_same
+                )
+            ),
+            "reliability": task.reliability(t_probability, t_same),
+        },
+    }
+    SIZE_OFFSET.write_text(json.dumps(report, indent=1) + "\n")
+    for entry in [base, *grid]:
+        print(json.dumps(entry))
+    print("chosen", best["rule"])
+
+
+def _logit(probability):
+    probability = np.clip(probability, 1e-7, 1 - 1e-7)
+    return np.log(probability) - np.log1p(-probability)
+
+
 def offsets_report(rows, probability):
     """Accuracy by n when the logit is moved by each of `OFFSETS` (a
     prior odds of one distribution multiplied by `exp(offset)`)."""
@@ -206,7 +354,27 @@ def main():
         "variants) on the development and extra development seeds",
     )
     parser.add_argument("--exponents", type=float, nargs="*", default=())
+    parser.add_argument(
+        "--large-n-rows",
+        action="store_true",
+        help="only compute (and cache) the n = 10,000 development rows",
+    )
+    parser.add_argument(
+        "--size-offset",
+        action="store_true",
+        help="choose a logit offset growing with the set sizes for the "
+        "shipped model (development rows, n = 50 to 10,000)",
+    )
     args = parser.parse_args()
+    if args.size_offset:
+        size_offset_design()
+        return
+    if args.large_n_rows:
+        large_n_rows(
+            OUT.parent / "design_rows_dev_n10000.json",
+            list(runner.DEV_SEEDS) + list(EXTRA_DEV_SEEDS),
+        )
+        return
     if args.extended:
         extended(args)
         return

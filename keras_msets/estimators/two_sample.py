@@ -24,6 +24,19 @@ logit; the probability is its sigmoid.
   benchmark's pairs).
 - There is no tail check: the z-scores are calibrated by permutations of
   the pair itself, valid for any distribution.
+- A preset may declare `serves["size_offset"]`: `{"per_log_points": c,
+  "from_points": a, "to_points": b}`. The logit is then moved by
+  `c * log(min(n, m, b) / a)` where the smaller set has `min(n, m) > a`
+  points (`keras_msets.training.tasks.two_sample_statistics.
+  size_offset`), before the sigmoid: the prior odds of "same"
+  grow with the set sizes. The training family scales the strength of
+  its differences with the set sizes (the model is about calibrated on
+  it at every size); differences of a fixed strength grow easier to see
+  as the sets grow, and a large pair without a visible difference is
+  then more often from one distribution. `two_sample_statistics`
+  declares one
+  (chosen on development seeds, `benchmarks/two_sample_design.py
+  --size-offset`); a `keras.Model` given as `model` gets none.
 """
 
 import os
@@ -36,7 +49,9 @@ from keras_msets.estimators.inputs import _as_set_pair
 from keras_msets.estimators.inputs import _rescaled
 from keras_msets.estimators.inputs import load_estimator
 from keras_msets.estimators.out_of_distribution import _warn_set_size
+from keras_msets.estimators.refined import _serves_of
 from keras_msets.stats import two_sample_statistics as statistics
+from keras_msets.training.tasks.two_sample_statistics import size_offset
 
 # The Multi-Set Transformer preset of `same_distribution_probability`
 # (d = 8), used only when named; a `keras.Model` given as `model` that
@@ -88,7 +103,9 @@ def statistics_probability(spec, x, y, model=None):
     _check(spec, x_sets, y_sets)
     if model is None:
         model = spec.preset
+    rule = None
     if isinstance(model, (str, os.PathLike)):
+        rule = _serves_of(model).get("size_offset")
         model = load_estimator(model)
     sizes = [len(s) for s in x_sets + y_sets]
     _warn_set_size(
@@ -107,5 +124,8 @@ def statistics_probability(spec, x, y, model=None):
     with _MODEL_LOCK:
         logits = keras.ops.convert_to_numpy(model(rows.astype("float32")))
     logits = np.asarray(logits, "float64").reshape(len(rows), -1)[:, 0]
+    logits = logits + size_offset(
+        rule, [len(a) for a in x_sets], [len(b) for b in y_sets]
+    )
     out = 1.0 / (1.0 + np.exp(-logits))
     return float(out[0]) if x_single else out

@@ -82,3 +82,23 @@ def test_the_default_is_the_statistics_preset_and_its_model_answers_alike():
     assert same_distribution_probability(x, y, model=model) == pytest.approx(
         same_distribution_probability(x, y)
     )
+
+
+def test_the_served_size_offset_is_declared_and_applied():
+    serves = zoo.info("two_sample_statistics")["serves"]
+    rule = serves["size_offset"]
+    assert rule["from_points"] < 1000 <= rule["to_points"]
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(400, 2)), rng.normal(size=(700, 2))
+    served = same_distribution_probability(x, y)
+    # A keras.Model given as `model` reads no serves: no offset.
+    own = same_distribution_probability(
+        x, y, model=zoo.load("two_sample_statistics")
+    )
+
+    def logit(p):
+        return np.log(p) - np.log1p(-p)
+
+    # The smaller set has 400 points.
+    expected = rule["per_log_points"] * np.log(400 / rule["from_points"])
+    assert logit(served) - logit(own) == pytest.approx(expected, abs=1e-5)

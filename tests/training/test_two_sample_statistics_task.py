@@ -1,11 +1,13 @@
 """`keras_msets.training.tasks.two_sample_statistics`: tables and card."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from keras_msets.training.tasks import two_sample_statistics as task
+from keras_msets.zoo import registry
 
 
 def test_reliability_counts_each_bin_against_numpy():
@@ -38,3 +40,33 @@ def test_benchmark_table_reads_the_stored_accuracies(tmp_path):
 def test_feature_table_refuses_an_unknown_split(tmp_path):
     with pytest.raises(ValueError, match="`split` must be one of"):
         task.feature_table("dev", cache_dir=tmp_path)
+
+
+def test_size_offset_grows_with_the_smaller_set_between_its_bounds():
+    rule = {"per_log_points": 0.5, "from_points": 300, "to_points": 2000}
+    n = np.array([50, 300, 1000, 5000, 1000])
+    m = np.array([5000, 400, 1000, 5000, 100])
+    np.testing.assert_allclose(
+        task.size_offset(rule, n, m),
+        [0.0, 0.0, 0.5 * np.log(1000 / 300), 0.5 * np.log(2000 / 300), 0.0],
+    )
+    np.testing.assert_array_equal(task.size_offset(None, n, m), 0.0)
+    with pytest.raises(ValueError, match="from_points <= to_points"):
+        task.size_offset(dict(rule, to_points=100), n, m)
+
+
+def test_the_recipe_declares_the_offset_chosen_on_development_seeds():
+    root = Path(__file__).resolve().parents[2]
+    design = json.loads(
+        (
+            root / "benchmarks/results/two_sample_statistics/"
+            "design_size_offset.json"
+        ).read_text()
+    )
+    recipe = registry.load_recipe("two_sample_statistics")
+    assert recipe.SERVES["size_offset"] == design["chosen"]
+    # ... and the shipped preset serves it (`--serves-only`).
+    metadata = registry.info("two_sample_statistics")
+    assert metadata["serves"]["size_offset"] == design["chosen"]
+    text = task.served_reliability_text(recipe.SIZE_OFFSET)
+    assert "0.5 x log(min(n, m) / 300)" in text and "| 0.0-0.1 |" in text

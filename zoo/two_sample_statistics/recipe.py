@@ -12,11 +12,13 @@ from keras_msets.training.tasks.two_sample_statistics import (
     TwoSampleStatisticsTask,
 )
 from keras_msets.training.tasks.two_sample_statistics import benchmark_table
-
-HELD_OUT = (
-    Path(__file__).resolve().parents[2] / "benchmarks/results/"
-    "two_sample_statistics/heldout_summary.json"
+from keras_msets.training.tasks.two_sample_statistics import (
+    served_reliability_text,
 )
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks/results"
+HELD_OUT = RESULTS / "two_sample_statistics/heldout_summary.json"
+SIZE_OFFSET = RESULTS / "two_sample_statistics/design_size_offset.json"
 
 SERVES = {
     "estimator": "same_distribution_probability",
@@ -28,12 +30,28 @@ SERVES = {
     "symmetric": False,
     "joint": False,
     "default_dims": [1, 16],
+    # The logit grows by 0.5 per unit of log(points) of the smaller set
+    # from 300 to 2,000 points (+0.60 at 1,000, +0.95 from 2,000): the
+    # prior odds of "same" rise with the sizes where differences keep a
+    # fixed strength (`training.tasks.two_sample_statistics.size_offset`;
+    # chosen on development seeds, `benchmarks/two_sample_design.py
+    # --size-offset`).
+    "size_offset": {
+        "per_log_points": 0.5,
+        "from_points": 300,
+        "to_points": 2000,
+    },
 }
 
 RECIPE = Recipe(
     name="two_sample_statistics",
     task=TwoSampleStatisticsTask(
-        SERVES, results_text=lambda: benchmark_table(HELD_OUT)
+        SERVES,
+        results_text=lambda: (
+            benchmark_table(HELD_OUT)
+            + "\n\n"
+            + served_reliability_text(SIZE_OFFSET)
+        ),
     ),
     # A one-output QuantileRegressor (an MLP on standardized features),
     # its output read as a logit; the choice among 16, 32x32 and none

@@ -95,6 +95,25 @@ def feature_table(split, cache_dir=None, chunks=None, log=None):
     return table
 
 
+def size_offset(rule, n, m):
+    """The logit offset of `rule` (a `serves["size_offset"]` record, or
+    None: 0) for sets of `n` and `m` points (numbers or arrays):
+    `per_log_points * log(clip(min(n, m), from_points, to_points) /
+    from_points)`."""
+    smaller = np.minimum(np.asarray(n, "float64"), np.asarray(m, "float64"))
+    if rule is None:
+        return np.zeros_like(smaller)
+    low, high = float(rule["from_points"]), float(rule["to_points"])
+    if not 1 <= low <= high:
+        raise ValueError(
+            '`serves["size_offset"]` needs 1 <= from_points <= to_points. '
+            f"Received: size_offset={rule!r}"
+        )
+    return float(rule["per_log_points"]) * np.log(
+        np.clip(smaller, low, high) / low
+    )
+
+
 def probabilities(model, features):
     """The model's probabilities that the pairs come from one
     distribution: `sigmoid` of its logit output, float64 `[rows]`."""
@@ -165,6 +184,39 @@ def benchmark_table(summary_path):
         "design choices on the development seeds and timings in "
         "benchmarks/RESULTS.md.",
     ]
+    return "\n".join(lines)
+
+
+def served_reliability_text(design_path):
+    """Markdown: accuracy, log loss and reliability of the generated test
+    pairs under the chosen size offset (the `served_test` and `chosen`
+    records of `benchmarks/two_sample_design.py --size-offset`'s file at
+    `design_path`); the command alone when the file is missing."""
+    command = (
+        "KERAS_BACKEND=torch python benchmarks/two_sample_design.py "
+        "--size-offset"
+    )
+    if not os.path.exists(design_path):
+        return f"Size offset: {command}."
+    with open(design_path, encoding="utf-8") as file:
+        design = json.load(file)
+    rule, served = design["chosen"], design["served_test"]
+    lines = [
+        "The served probabilities (the logit moved by `serves"
+        f'["size_offset"]`: {rule["per_log_points"]:g} x log(min(n, m) / '
+        f"{rule['from_points']}) from {rule['from_points']:,} to "
+        f"{rule['to_points']:,} points in the smaller set) on the same "
+        f"{served['test_pairs']:,} generated test pairs: accuracy "
+        f"{served['accuracy']:.3f}, log loss {served['log_loss']:.3f}.",
+        "",
+        "| probability | pairs | share same | mean probability |",
+        "|---|---:|---:|---:|",
+    ]
+    for low, high, count, share, mean in served["reliability"]:
+        lines.append(
+            f"| {low:.1f}-{high:.1f} | {count} | {share:.3f} | {mean:.3f} |"
+        )
+    lines += ["", f"Command: `{command}`."]
     return "\n".join(lines)
 
 
@@ -259,9 +311,14 @@ class TwoSampleStatisticsTask(Task):
         )
 
     def card_sections(self, recipe, metrics):
+        own = (
+            "; the model's own probabilities, before the size offset"
+            if self._serves.get("size_offset")
+            else ""
+        )
         lines = [
             f"Generated test pairs ({metrics['test_pairs']:,}, chunks no "
-            "training pair comes from): accuracy "
+            f"training pair comes from{own}): accuracy "
             f"{metrics['accuracy']:.3f}, log loss {metrics['log_loss']:.3f}."
             "",
             "",
