@@ -71,6 +71,9 @@ MAX_BLOCK = 2048
 # Samples above this many rows get their KSG counts from k-d trees
 # (`ksg_estimates`), never from dense distance matrices.
 MAX_DENSE = MAX_BLOCK
+# The dense KSG holds the distances of a few rows at once: about this many
+# float32 entries over its buffers (in cache), at least 16 rows.
+DENSE_ENTRIES = 1 << 19
 # The whole-sample KSG (`whole_sample_estimate`) is computed where it
 # costs at most about as much as this: `n^2 (d_x + d_y) <= DENSE_WORK`
 # up to `MAX_DENSE` rows (dense distances), `n (d_x + d_y) <= TREE_WORK`
@@ -138,6 +141,16 @@ def copula_normal(a):
     return special.ndtri((np.arange(n) + 0.5) / n)[ranks]
 
 
+def _max_norm_rows(t, start, stop, scratch, out):
+    """Max-norm distances of rows `start:stop` to all rows into `out`
+    (`[stop - start, n]`), `t` the `[d, n]` float32 transpose; all
+    coordinates at once in `scratch` (`[d, >= stop - start, n]`)."""
+    part = scratch[: t.shape[0], : stop - start]
+    np.subtract(t[:, start:stop, None], t[:, None, :], out=part)
+    np.abs(part, out=part)
+    np.maximum.reduce(part, axis=0, out=out)
+
+
 def _max_norm_distances(a, rows=32):
     """`[n, n]` max-norm distances (float32): `rows` rows at a time, all
     coordinates at once (a `[d, rows, n]` scratch that stays in cache)."""
@@ -147,10 +160,7 @@ def _max_norm_distances(a, rows=32):
     scratch = np.empty((t.shape[0], min(rows, n), n), dtype=np.float32)
     for start in range(0, n, rows):
         stop = min(start + rows, n)
-        part = scratch[:, : stop - start]
-        np.subtract(t[:, start:stop, None], t[:, None, :], out=part)
-        np.abs(part, out=part)
-        np.maximum.reduce(part, axis=0, out=out[start:stop])
+        _max_norm_rows(t, start, stop, scratch, out[start:stop])
     return out
 
 
@@ -193,32 +203,57 @@ def _ksg_tree(x, y, neighbours):
     return out
 
 
-def ksg_estimates(x, y, neighbours=NEIGHBOURS):
+def ksg_estimates(x, y, neighbours=NEIGHBOURS, rows=None):
     """KSG (algorithm 1, max-norm) at every `k` of `neighbours` (capped at
-    `n - 1`), from dense distance matrices (with one column per side:
-    from a k-d tree and sorted columns, the same counts in float64)."""
+    `n - 1`), from dense max-norm distances (float32), `rows` rows at a
+    time (None: as many as keep about `DENSE_ENTRIES` entries in the
+    buffers, which then stay in cache); with one column per side, or
+    above `MAX_DENSE` rows, from a k-d tree and sorted columns (the same
+    counts in float64)."""
     from scipy.special import digamma
 
     n = x.shape[0]
     if (x.shape[1] == 1 and y.shape[1] == 1) or n > MAX_DENSE:
         return _ksg_tree(x, y, neighbours)
-    dx = _max_norm_distances(x)
-    dy = _max_norm_distances(y)
-    joint = np.maximum(dx, dy)
-    np.fill_diagonal(joint, np.inf)
+    tx = np.ascontiguousarray(x.T, dtype=np.float32)
+    ty = np.ascontiguousarray(y.T, dtype=np.float32)
     k_max = min(max(neighbours), n - 1)
-    nearest = np.partition(joint, k_max - 1, axis=1)[:, :k_max]
-    nearest.sort(axis=1)
+    ks = [min(k, k_max) for k in neighbours]
+    width = max(x.shape[1], y.shape[1])
+    if rows is None:
+        rows = max(DENSE_ENTRIES // ((width + 3) * n), 16)
+    rows = min(rows, n)
+    scratch = np.empty((width, rows, n), dtype=np.float32)
+    dx, dy, joint = np.empty((3, rows, n), dtype=np.float32)
+    count_x, count_y = np.empty((2, len(ks), n), dtype=np.int64)
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        size = stop - start
+        _max_norm_rows(tx, start, stop, scratch, dx[:size])
+        _max_norm_rows(ty, start, stop, scratch, dy[:size])
+        part = np.maximum(dx[:size], dy[:size], out=joint[:size])
+        within = np.arange(size)
+        part[within, np.arange(start, stop)] = np.inf
+        # The k_max smallest joint distances of each row, in order: the
+        # smallest taken out k_max times (one entry each, so ties count
+        # as often as they occur), far cheaper than a partition.
+        nearest = np.empty((size, k_max), dtype=np.float32)
+        for j in range(k_max):
+            where = np.argmin(part, axis=1)
+            nearest[:, j] = part[within, where]
+            part[within, where] = np.inf
+        for i, k in enumerate(ks):
+            radius = nearest[:, k - 1 : k]
+            # Points strictly closer than the k-th joint neighbour, self
+            # excluded (its distance 0 is always counted).
+            count_x[i, start:stop] = np.count_nonzero(dx[:size] < radius, 1)
+            count_y[i, start:stop] = np.count_nonzero(dy[:size] < radius, 1)
+    count_x -= 1
+    count_y -= 1
     out = []
-    for k in neighbours:
-        k = min(k, k_max)
-        radius = nearest[:, k - 1 : k]
-        # Points strictly closer than the k-th joint neighbour, self
-        # excluded (its distance 0 is always counted).
-        count_x = np.count_nonzero(dx < radius, axis=1) - 1
-        count_y = np.count_nonzero(dy < radius, axis=1) - 1
+    for i, k in enumerate(ks):
         value = digamma(k) + digamma(n)
-        value -= np.mean(digamma(count_x + 1) + digamma(count_y + 1))
+        value -= np.mean(digamma(count_x[i] + 1) + digamma(count_y[i] + 1))
         out.append(float(value))
     return out
 

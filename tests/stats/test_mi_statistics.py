@@ -139,6 +139,42 @@ def test_max_norm_distances_equal_plain_numpy(shape):
     np.testing.assert_array_equal(got, expected)
 
 
+def _plain_ksg(x, y, neighbours):
+    """KSG from full float32 max-norm matrices and a partition."""
+    from scipy.special import digamma
+
+    x32, y32 = x.astype(np.float32), y.astype(np.float32)
+    dx = np.abs(x32[:, None] - x32[None]).max(axis=2)
+    dy = np.abs(y32[:, None] - y32[None]).max(axis=2)
+    joint = np.maximum(dx, dy)
+    np.fill_diagonal(joint, np.inf)
+    n = x.shape[0]
+    nearest = np.sort(np.partition(joint, 9, axis=1)[:, :10], axis=1)
+    out = []
+    for k in neighbours:
+        radius = nearest[:, k - 1 : k]
+        count_x = np.sum(dx < radius, axis=1)
+        count_y = np.sum(dy < radius, axis=1)
+        out.append(
+            digamma(k)
+            + digamma(n)
+            - np.mean(digamma(count_x) + digamma(count_y))
+        )
+    return out
+
+
+@pytest.mark.parametrize("rows", [7, None])
+def test_row_blocked_ksg_equals_full_matrices_with_ties(rows):
+    rng = np.random.default_rng(7)
+    # Integer coordinates: many equal distances, so ties among the
+    # nearest joint neighbours (k = 1 would meet duplicate points).
+    x = rng.integers(0, 6, size=(90, 2)).astype(float)
+    y = x[:, :1] + rng.integers(0, 4, size=(90, 3))
+    got = mi_statistics.ksg_estimates(x, y, (3, 10), rows=rows)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, _plain_ksg(x, y, (3, 10)), rtol=1e-12)
+
+
 def test_samples_above_the_dense_size_use_trees_with_the_same_counts():
     rng = np.random.default_rng(5)
     n = mi_statistics.MAX_DENSE + 50
