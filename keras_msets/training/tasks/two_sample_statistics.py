@@ -149,15 +149,18 @@ def reliability(probability, same):
 def benchmark_table(summary_path):
     """Markdown: held-out accuracies of the estimator benchmark's two-sample
     problems by `n` (a JSON file with the `aggregate` record of
-    `benchmarks/estimator_benchmark.py`'s summary at `summary_path`), the
-    statistics preset beside the MMD and classifier tests; the command
-    alone when the file is missing."""
+    `benchmarks/estimator_benchmark.py`'s summary at `summary_path`, as
+    `benchmarks/two_sample_heldout.py` writes it), the statistics preset
+    beside the MMD and classifier tests; the command alone when the file
+    is missing."""
     command = (
         "KERAS_BACKEND=torch python benchmarks/estimator_benchmark.py "
-        "--tasks two_sample --phases cheap ours --sizes 50 150 1000"
+        "--tasks two_sample --phases cheap --sizes 50 150 1000` (the tests), "
+        "then `KERAS_BACKEND=torch python benchmarks/two_sample_heldout.py "
+        "--refresh"
     )
     if not os.path.exists(summary_path):
-        return f"Benchmark: {command}."
+        return f"Benchmark: `{command}`."
     with open(summary_path, encoding="utf-8") as file:
         aggregate = json.load(file)["aggregate"]
     lines = [
@@ -180,7 +183,7 @@ def benchmark_table(summary_path):
             lines.append(f"| {row} |")
     lines += [
         "",
-        f"Command: `{command}` (then `--summary-only`); details, the "
+        f"Commands: `{command}`; details, the "
         "design choices on the development seeds and timings in "
         "benchmarks/RESULTS.md.",
     ]
