@@ -12,6 +12,10 @@ SCRIPT = (
     / "benchmarks"
     / "complex_order_table4.py"
 )
+# ONE_BACKEND_RUNS: the script runs and trains (through Keras's `fit`)
+# only the package's models, each checked on every backend in
+# tests/layers, tests/models and tests/training; its runs here check what
+# it writes, measures and resumes, so `make test` runs them on one backend.
 
 
 def _load_script():
@@ -19,6 +23,7 @@ def _load_script():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_complex_order_table4_smoke(tmp_path, capsys, monkeypatch):
     script = _load_script()
     output = tmp_path / "table4.json"

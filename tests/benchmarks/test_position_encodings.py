@@ -13,6 +13,12 @@ from keras_msets.testing import load_script
 SCRIPT = (
     Path(__file__).resolve().parents[2] / "benchmarks" / "position_encodings.py"
 )
+# ONE_BACKEND_RUNS: the script trains (through Keras's `fit`) the
+# package's layers, each checked on every backend in tests/layers, and
+# its own rotary block, checked on every backend by
+# test_rotary_block_is_keras_hub_encoder_with_rotary_queries_and_keys;
+# its runs here check what it writes, measures and keeps, so `make test`
+# runs them on one backend.
 
 
 def _load_script():
@@ -20,6 +26,7 @@ def _load_script():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_position_encodings_smoke(tmp_path):
     script = _load_script()
     results = script.main(["--smoke", "--output-dir", str(tmp_path)])
@@ -69,6 +76,7 @@ def test_targets_are_the_tokens_shifted_by_k():
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent  # ONE_BACKEND_RUNS
 def test_rows_kept_from_an_earlier_run(tmp_path):
     script = _load_script()
     first = script.main(["--smoke", "--output-dir", str(tmp_path / "a")])
