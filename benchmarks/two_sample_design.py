@@ -66,6 +66,7 @@ SIZE_OFFSET = RESULTS / "two_sample_statistics" / "design_size_offset.json"
 # smaller set) and its growth per unit of log(points).
 SIZE_OFFSET_FROM = (50, 150, 300)
 SIZE_OFFSET_SLOPES = (0.1, 0.2, 0.3, 0.4, 0.5)
+SIZE_BINS = (10, 30, 100, 300, 1000, 2001)
 CANDIDATES = {
     "mlp_16": (16,),
     "mlp_32x32": (32, 32),
@@ -265,6 +266,28 @@ def size_offset_design():
             -e["validation_log_loss"],
         ),
     )
+    # The best constant offset (log loss, steps of 0.05) per size bin of
+    # the validation pairs: how far the model is from calibrated there.
+    smaller = np.minimum(validation["n"], validation["m"])
+    steps = np.linspace(-2.0, 2.0, 81)
+    by_size = []
+    for low, high in zip(SIZE_BINS[:-1], SIZE_BINS[1:], strict=True):
+        inside = (smaller >= low) & (smaller < high)
+        losses = [
+            np.mean(
+                np.logaddexp(0, -(v_logit[inside] + step)) * v_same[inside]
+                + np.logaddexp(0, v_logit[inside] + step) * ~v_same[inside]
+            )
+            for step in steps
+        ]
+        by_size.append(
+            {
+                "smaller_set": [int(low), int(high)],
+                "pairs": int(inside.sum()),
+                "share_same": float(np.mean(v_same[inside])),
+                "best_offset": round(float(steps[np.argmin(losses)]), 2),
+            }
+        )
     test = task.feature_table("test")
     t_logit = _logit(task.probabilities(model, test["features"]))
     t_logit += task.size_offset(best["rule"], test["n"], test["m"])
@@ -276,6 +299,7 @@ def size_offset_design():
         "none": base,
         "grid": grid,
         "chosen": best["rule"],
+        "validation_best_offset_by_size": by_size,
         "served_test": {
             "test_pairs": int(len(t_same)),
             "accuracy": float(np.mean((t_logit >= 0) == t_same)),
