@@ -401,10 +401,13 @@ def same_distribution_probability(
     neighbour coincidences), turns each into a z-score against 100
     relabellings of the pooled points, and a small MLP trained on a broad
     generated family of pairs (`keras_msets.data.two_sample_problems`)
-    maps them to the probability. The answer does not change under an
-    invertible affine map applied to both sets. Above 200 points per set
-    the distance-based statistics use a random subset of 200, and above
-    10,000 the others use 10,000 (`keras_msets.stats.
+    maps them to the probability. Above 300 points in the smaller set its
+    logit is raised by an offset declared with the preset, growing with
+    the log of the set sizes up to 2,000 points (`serves["size_offset"]`;
+    not applied to a `keras.Model` given as `model`). The answer does not
+    change under an invertible affine map applied to both sets. Above 200
+    points per set the distance-based statistics use a random subset of
+    200, and above 10,000 the others use 10,000 (`keras_msets.stats.
     two_sample_statistics`), so the time grows linearly up to there and
     then stays flat. See `keras_msets.estimators.two_sample`.
 
