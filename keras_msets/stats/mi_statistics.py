@@ -52,9 +52,11 @@ block estimates keep the distribution they have at the block size, with
 less spread. The plug-in and kurtosis use all rows.
 
 `whole_sample_estimate` is not a statistic of the vector: the base plus
-the KSG excess on the whole sample (no blocks), with its spread, within
-a cost budget (`whole_sample_affordable`); benchmarks/refined_mi_large_n.py
-measures it as a large-n rule on the development seeds.
+the KSG excess on the whole sample (no blocks), with its spread and an
+allowance for its own bias, within a cost budget
+(`whole_sample_affordable`); benchmarks/refined_mi_large_n.py and
+refined_mi_check_bias.py measure it as a large-n rule on the development
+seeds.
 """
 
 import numpy as np
@@ -82,6 +84,8 @@ DENSE_WORK = 30_000_000
 TREE_WORK = 60_000
 # Disjoint parts of the sample whose spread gives that of the estimate.
 WHOLE_SAMPLE_PARTS = 4
+# Spreads of the whole-sample excess taken as noise by its bias allowance.
+EXCESS_NOISE = 1.645
 FEATURES = (
     *(f"ksg_k{k}" for k in NEIGHBOURS),
     *(f"ksg_gaussian_k{k}" for k in NEIGHBOURS),
@@ -436,9 +440,10 @@ def whole_sample_affordable(n, total_dim):
     return n * total_dim <= TREE_WORK
 
 
-def whole_sample_estimate(x, y, k=3, seed=0):
-    """`(estimate, spread)` of `I(X; Y)` from KSG on the whole sample, or
-    None where that is over the budget (`whole_sample_affordable`).
+def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0):
+    """`(estimate, spread, bias)` of `I(X; Y)` from KSG on the whole
+    sample, or None where that is over the budget
+    (`whole_sample_affordable`).
 
     The estimate is `plugin_corrected + KSG_k(sample) - KSG_k(reference)`,
     all on copula-normal coordinates, the reference a Gaussian sample of
@@ -449,6 +454,14 @@ def whole_sample_estimate(x, y, k=3, seed=0):
     on `WHOLE_SAMPLE_PARTS` disjoint random parts of the sample (each
     against its own reference of the part's size), over
     `sqrt(WHOLE_SAMPLE_PARTS)`; nan below 50 rows per part.
+
+    `bias` (nats, >= 0) allows for the estimate's own bias: where KSG
+    misses much of the reference's information (its bias `B =
+    plugin_corrected - KSG_k(reference)`), it compresses a real excess
+    of the sample too. It is `bias_scale * max(B, 0) * max(|excess| -
+    EXCESS_NOISE * spread, 0)`: zero where KSG sees the Gaussian
+    reference whole or the excess is within its noise (0 where the
+    spread is nan).
     """
     x, y = check_pair(x, y)
     n, total_dim = x.shape[0], x.shape[1] + y.shape[1]
@@ -460,8 +473,9 @@ def whole_sample_estimate(x, y, k=3, seed=0):
     base = corrected_gaussian_information(zx, zy)
     if np.isnan(base):
         base = gaussian_copula_statistics(zx, zy)[0]
-    excess = ksg_estimates(zx, zy, (k,))[0]
-    excess -= gaussian_reference_ksg(corr, dim_x, n, seed, neighbours=(k,))[0]
+    own = ksg_estimates(zx, zy, (k,))[0]
+    reference = gaussian_reference_ksg(corr, dim_x, n, seed, neighbours=(k,))
+    excess = own - reference[0]
     parts = []
     rows = n // WHOLE_SAMPLE_PARTS
     if rows >= 50:
@@ -483,7 +497,14 @@ def whole_sample_estimate(x, y, k=3, seed=0):
         if parts
         else float("nan")
     )
-    return float(base + excess), spread
+    bias = 0.0
+    if bias_scale and np.isfinite(spread):
+        bias = (
+            float(bias_scale)
+            * max(base - reference[0], 0.0)
+            * max(abs(excess) - EXCESS_NOISE * spread, 0.0)
+        )
+    return float(base + excess), spread, float(bias)
 
 
 def pair_statistics(x, y, seed=0):

@@ -156,8 +156,8 @@ def _check_parts():
 def test_the_whole_sample_check_replaces_only_answers_outside_its_band():
     check, apply_check, rule = _check_parts()
     x, y, _ = _gaussian_pair(check["from_points"], 1, 1, 0.8)
-    value, sd = rule(x, y, **check["arguments"])
-    inside = value + 0.5 * check["band"] * sd
+    value, sd, bias = rule(x, y, **check["arguments"])
+    inside = value + 0.5 * check["band"] * sd + bias
     answers = ([inside, value + 1.0, 5.0], [0.0, 0.0, 0.0], [9.0, 9.0, 9.0])
     answers = tuple(np.array(a) for a in answers)
     # Pair 2 is not among the rows to check.
@@ -166,7 +166,7 @@ def test_the_whole_sample_check_replaces_only_answers_outside_its_band():
     estimate, low, high = answers
     np.testing.assert_array_equal(estimate[[0, 2]], [inside, 5.0])
     np.testing.assert_array_equal(high[[0, 2]], [9.0, 9.0])
-    half = 1.6448536 * check["interval_scale"] * sd
+    half = 1.6448536 * check["interval_scale"] * sd + bias
     assert estimate[1] == pytest.approx(value)
     assert low[1] == pytest.approx(value - half, rel=1e-6)
     assert high[1] == pytest.approx(value + half, rel=1e-6)
@@ -194,16 +194,39 @@ def test_the_estimator_answers_with_the_whole_sample_rule_where_they_differ(
     # an excess the base does not need; the rule is near the truth.
     check, _, rule = _check_parts()
     x, y, truth = _gaussian_pair(check["from_points"], 15, 15, 0.8)
-    value, sd = rule(x, y, **check["arguments"])
+    value, sd, bias = rule(x, y, **check["arguments"])
     estimate = estimators.mutual_information(x, y, interval=0.9)
     assert estimate.value == pytest.approx(value)
     assert estimate.low < truth < estimate.high
     assert estimate.high - estimate.low == pytest.approx(
-        2 * 1.6448536 * check["interval_scale"] * sd, rel=1e-6
+        2 * (1.6448536 * check["interval_scale"] * sd + bias), rel=1e-6
     )
     # The model's own answer lies outside the rule's band.
     from keras_msets.estimators import refined
 
     monkeypatch.setattr(refined, "apply_whole_sample_check", lambda *a: [])
     model = estimators.mutual_information(x, y)
-    assert abs(model - value) > check["band"] * sd
+    assert abs(model - value) > check["band"] * sd + bias
+
+
+def test_the_rules_bias_allowance_widens_its_band_and_interval(monkeypatch):
+    from keras_msets.stats import mi_statistics
+
+    check, apply_check, _ = _check_parts()
+    x, y, _ = _gaussian_pair(check["from_points"], 1, 1, 0.8)
+    sd, bias = 0.01, 0.3
+    monkeypatch.setattr(
+        mi_statistics,
+        "whole_sample_estimate",
+        lambda *a, **k: (1.0, sd, bias),
+    )
+    far = 1.0 + check["band"] * sd + 0.2  # outside the band without bias
+    answers = tuple(np.array([far, far + 0.2]) for _ in range(3))
+    fired = apply_check(check, [x, x], [y, y], [0, 1], answers, 0.9)
+    assert fired == [1]
+    estimate, low, high = answers
+    assert estimate[0] == far
+    half = 1.6448536 * check["interval_scale"] * sd + bias
+    assert (estimate[1], low[1], high[1]) == pytest.approx(
+        (1.0, 1.0 - half, 1.0 + half), rel=1e-6
+    )
