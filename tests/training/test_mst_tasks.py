@@ -639,7 +639,29 @@ class _InterruptAt(keras.callbacks.Callback):
             raise _Interrupt()
 
 
-# Slow (three runs of several traced steps each): in the fast set,
+def _eager_on_tensorflow(model):
+    """`model`, whose `compile` makes its steps run eagerly on TensorFlow.
+
+    There, each new model traces its train step again (seconds for a tiny
+    one, more with gradient accumulation): the checkpoint test's four
+    models spent 43 of the suite's CPU seconds tracing. What it checks
+    (the pieces, the stored weights and optimizer state, the resumed
+    result) does not depend on tracing; the traced step, accumulated or
+    not, is checked by test_gradient_accumulation_gives_the_whole_batch_update
+    and test_fit_regression.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return model
+    compile_model = model.compile
+
+    def compile_eagerly(*args, **kwargs):
+        compile_model(*args, **dict(kwargs, run_eagerly=True))
+
+    model.compile = compile_eagerly
+    return model
+
+
+# Slow (three runs of several steps each): in the fast set,
 # test_checkpoint_of_other_settings_is_an_error reads a checkpoint back and
 # test_gradient_accumulation_gives_the_whole_batch_update checks the
 # accumulated step.
@@ -661,7 +683,11 @@ def test_checkpointed_run_resumes_to_the_uninterrupted_result(
         # The order of a checkpointed run (its default).
         shuffle=False,
     )
-    fresh_model, initial = _same_start_models()
+    same_start_model, initial = _same_start_models()
+
+    def fresh_model():
+        return _eager_on_tensorflow(same_start_model())
+
     plain_model = fresh_model()
     plain = mst.fit_estimator(plain_model, "kl_divergence", 2, **options)
     # 5 batches round up to 2 epochs of 3; checkpoints after every 2
