@@ -185,6 +185,7 @@ def test_corrected_plugin_needs_enough_points():
         (ks.PARALLEL_POINTS + 40, 600, 16, 10),  # two threads, two blocks
         (120, 90, 12, 11),
         (40, 12, 9, 11),  # k + 4 candidates cover all of `points`
+        (150, 203, 6, 20),  # groups of 8 columns, the last ones padded
     ],
 )
 def test_distance_matrix_matches_the_tree(n, m, d, k):
@@ -199,6 +200,18 @@ def test_distance_matrix_matches_the_tree(n, m, d, k):
         assert brute.shape == (n, k)
         assert np.all(brute[:, 1:] >= brute[:, :-1])
         np.testing.assert_allclose(brute, tree, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("m, k", [(500, 11), (15, 11), (12, 12)])
+def test_one_dimension_matches_the_tree(m, k):
+    rng = np.random.default_rng(m)
+    x = rng.normal(size=(300, 1))
+    # Repeated values: equal distances on both sides of a query.
+    y = np.round(rng.normal(size=(m, 1)), 1)
+    for points in (x, y):
+        line = ks.nearest_distances(points, x, k)
+        tree = ks.nearest_distances(points, x, k, brute=False)
+        np.testing.assert_array_equal(line, tree)
 
 
 def test_statistics_in_high_dimension_use_the_distance_matrix(monkeypatch):
