@@ -26,11 +26,12 @@ only what is missing), then summarizes:
     KERAS_BACKEND=jax python benchmarks/refined_kl_benchmark.py --speed
 
 `--speed` times one pair at n = 1e3, 1e4, 1e5 (d = 1, 5, 16) after a
-first call, on the current backend, into `refined_kl_speed_<backend>.json`.
+first call, on the current backend (wall and CPU seconds), into
+`refined_kl_speed_<backend>.json`.
 `--threads` compares one and two threads for the k-NN queries at n =
 1,000 (d = 5, 16) into `refined_kl_threads.json`; `--brute` the k-d
 trees and the distance matrix (`kl_statistics.nearest_distances`) at n =
-1,000 and 2,000 (d = 12, 16, 25) into `refined_kl_brute.json`.
+1,000 and 2,000 (d = 5-25) into `refined_kl_brute.json`.
 """
 
 import argparse
@@ -299,7 +300,10 @@ def write_summary(root, sizes, report=False):
     print("\n".join(full))
 
 
-def speed(root, repeats=3):
+def speed(root, repeats=3, output=None):
+    """One pair per (d, n) after a first call: the best of `repeats`
+    calls (10 at n = 1,000, 1 at n = 100,000), wall seconds and the
+    process's CPU seconds of that call (both threads)."""
     import keras
 
     from keras_msets import estimators
@@ -317,20 +321,34 @@ def speed(root, repeats=3):
         for n in (1000, 10000, 100000):
             x = rng.normal(size=(n, d))
             y = rng.normal(size=(n, d)) + 0.5
+            calls = {1000: 10, 100000: 1}.get(n, repeats)
             times = []
-            for _ in range(repeats if n < 100000 else 1):
+            for _ in range(calls):
                 start = time.perf_counter()
+                cpu = time.process_time()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     estimators.kl_divergence(
                         x, y, model=est.REFINED_KL, interval=0.9
                     )
-                times.append(time.perf_counter() - start)
-            rows.append({"d": d, "n": n, "seconds": float(np.min(times))})
+                times.append(
+                    (time.perf_counter() - start, time.process_time() - cpu)
+                )
+            best = min(times)
+            rows.append(
+                {
+                    "d": d,
+                    "n": n,
+                    "seconds": float(best[0]),
+                    "cpu_seconds": float(best[1]),
+                    "calls": calls,
+                    "load": os.getloadavg(),
+                }
+            )
             print(rows[-1], flush=True)
     out["rows"] = rows
     out["load_after"] = os.getloadavg()
-    path = root / f"refined_kl_speed_{out['backend']}.json"
+    path = output or root / f"refined_kl_speed_{out['backend']}.json"
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
 
@@ -367,18 +385,20 @@ def threads(root, repeats=15):
         json.dump(out, f, indent=1)
 
 
-def brute(root, repeats=15):
-    """One pair at n = 1,000 and 2,000 (d = 12, 16, 25) with the k-NN
-    queries by k-d trees (`kl_statistics.BRUTE_POINTS = 0`) and by the
-    distance matrix (the default), alternating, the best of `repeats`
-    calls each, into `refined_kl_brute.json`."""
+def brute(root, repeats=9):
+    """One pair at n = 1,000 and 2,000 (d = 5, 6, 8, 12, 16, 25) with the
+    k-NN queries by k-d trees (`kl_statistics.BRUTE_POINTS = 0`) and by
+    the distance matrix (`BRUTE_MIN_DIM = 1`), alternating, the best of
+    `repeats` calls each (wall and CPU seconds), into
+    `refined_kl_brute.json`; `served` names the default's choice."""
     from keras_msets import estimators
     from keras_msets.stats import kl_statistics
 
     rng = np.random.default_rng(0)
     default = kl_statistics.BRUTE_POINTS
+    lowest = kl_statistics.BRUTE_MIN_DIM
     out = {"load": os.getloadavg(), "rows": []}
-    for d in (12, 16, 25):
+    for d in (5, 6, 8, 12, 16, 25):
         for n in (1000, 2000):
             x = rng.normal(size=(n, d))
             y = rng.normal(size=(n, d)) + 0.5
@@ -387,14 +407,23 @@ def brute(root, repeats=15):
             for _ in range(repeats):
                 for path, points in (("tree", 0), ("matrix", default)):
                     kl_statistics.BRUTE_POINTS = points
+                    kl_statistics.BRUTE_MIN_DIM = 1
                     start = time.perf_counter()
+                    cpu = time.process_time()
                     values[path] = estimators.kl_divergence(
                         x, y, model=est.REFINED_KL, interval=0.9
                     )
-                    times[path].append(time.perf_counter() - start)
+                    times[path].append(
+                        (
+                            time.perf_counter() - start,
+                            time.process_time() - cpu,
+                        )
+                    )
             kl_statistics.BRUTE_POINTS = default
-            row = {"d": d, "n": n}
-            row.update({f"seconds_{k}": min(v) for k, v in times.items()})
+            kl_statistics.BRUTE_MIN_DIM = lowest
+            row = {"d": d, "n": n, "served": "matrix" if d > lowest else "tree"}
+            for k, v in times.items():
+                row[f"seconds_{k}"], row[f"cpu_seconds_{k}"] = min(v)
             row["same_estimate"] = bool(
                 np.allclose(values["tree"], values["matrix"], rtol=1e-9)
             )

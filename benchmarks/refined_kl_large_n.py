@@ -22,6 +22,10 @@ scored too. Held-out seeds are not read here.
 
     KERAS_BACKEND=torch nice -n 10 python benchmarks/refined_kl_large_n.py
 
+`--interval-scales` writes only the served rule's development coverage
+per n at interval scales 0.8-2 and at the Student-t scale of its
+reference draws (`large_n_interval_scales.json`).
+
 Writes `results/refined_kl_design/large_n.json` (`--output`: another
 file; `$KERAS_MSETS_ZOO_DIR` selects the presets folder, e.g. one
 holding an earlier version of the preset); prints the 20
@@ -54,6 +58,9 @@ OUT = design.OUT / "large_n.json"
 DRAWS = 6
 MODES = ("whole", "blocked")
 SCALES = (0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0)
+# `--interval-scales`: the served rule's interval scales, and its file.
+FINE_SCALES = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2.0)
+SCALES_OUT = design.OUT / "large_n_interval_scales.json"
 THRESHOLDS = (0.0, 1.0, 1.5, 2.0, 3.0)
 # Where the rule answers: from n up, or below the first n of a pair and
 # from its second (the model between).
@@ -287,11 +294,55 @@ def served(rows, cache, model, score, rule):
     return {"dev": score(*mixed), "cells_over_1_5": score.cells_over(mixed[0])}
 
 
+def interval_scales(rows, cache, model, score, rule):
+    """Development coverage of the served rule's 90 % intervals per n at
+    every scale of `FINE_SCALES` (the model's answers elsewhere), and the
+    same with `sd` from the reference draws read as a Student t with
+    `draws - 1` degrees of freedom (the scale `t / z`)."""
+    from scipy import stats
+
+    n = rows["n"]
+    region = (n < rule["below_points"]) | (n >= rule["from_points"])
+    arguments = rule["arguments"]
+    values, sds = rule_answers(
+        rows,
+        cache,
+        arguments["k"],
+        arguments["draws"],
+        arguments["threshold"],
+        mode="blocked",
+    )
+    student = stats.t.ppf(0.95, arguments["draws"] - 1) / Z90
+    out = {"size_rule": rule, "student_scale": float(student), "rows": []}
+    for scale in (*FINE_SCALES, float(student)):
+        q = rule_quantiles(values, sds, scale)
+        mixed = [
+            np.where(region, a, b)
+            for a, b in zip((q[:, 4], q[:, 0], q[:, -1]), model, strict=True)
+        ]
+        dev = score(*mixed)
+        row = {"scale": scale}
+        row.update({key: dev[key]["coverage"] for key in dev})
+        out["rows"].append(row)
+        print(
+            f"scale {scale:.2f}: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k != "scale"),
+            flush=True,
+        )
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--modes", nargs="+", default=list(MODES))
     parser.add_argument("--terms-only", action="store_true")
     parser.add_argument("--output", type=pathlib.Path, default=OUT)
+    parser.add_argument(
+        "--interval-scales",
+        action="store_true",
+        help="only the served rule's development coverage per n and "
+        f"interval scale, into {SCALES_OUT.name}",
+    )
     args = parser.parse_args(argv)
     seeds = list(runner.DEV_SEEDS)
     cache = compute_terms(seeds, args.modes)
@@ -305,6 +356,14 @@ def main(argv=None):
     model = shipped_quantiles(rows)
     low, high = design.scaled_interval(model, 1.0)
     model = (model[:, len(design.QUANTILES) // 2], low, high)
+    if args.interval_scales:
+        from keras_msets.estimators.refined import _serves_of
+
+        rule = _serves_of(gate_bench.PRESET)["size_rule"]
+        report = interval_scales(rows, cache, model, score, rule)
+        report["preset_sha256"] = _weights_sha256()
+        SCALES_OUT.write_text(json.dumps(report, indent=1) + "\n")
+        return
     report = {
         "model_and_gate": {
             "dev": score(*model),
