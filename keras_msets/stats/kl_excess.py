@@ -8,7 +8,7 @@ at one k over the mean of the same estimate on a few Gaussian reference
 pairs, where that excess is significant; its standard deviation comes
 from the spread over the reference pairs. It needs no training and
 costs `draws + 1` k-NN estimates on whole sets up to `whole_points(d)`
-rows (k-d trees, or the distance matrix in `d > 5`), on random blocks
+rows (k-d trees, or the distance matrix in `d > 4`), on random blocks
 of about that size above, so the cost grows linearly with `n` beyond
 it. `knn_refined_kl_divergence` answers with it where its model is
 least reliable (`serves["size_rule"]`, `keras_msets.estimators.

@@ -66,7 +66,7 @@ NEIGHBOURS = (1, 2, 3, 5, 10)
 PARALLEL_POINTS = 500
 # Queries in d > BRUTE_MIN_DIM on sets of at most BRUTE_POINTS points
 # compare every pair (`nearest_distances`); k-d trees elsewhere.
-BRUTE_MIN_DIM = 5
+BRUTE_MIN_DIM = 4
 BRUTE_POINTS = 20_000
 # Rows of the distance matrix per block, and the candidates beyond k kept
 # from the float32 distances before the exact float64 ones decide.
