@@ -1,14 +1,20 @@
 """`mi_statistics` now against the module at a git revision, same pairs.
 
-Times `mi_statistics(x, y)` (numpy only, the same on every backend) for
-one pair `y = x + noise`, d_x = d_y = d, interleaved (each repeat runs
-the revision's module and the current one in turn), minimum of the
+Times `mi_statistics(x, y)` (or `--function whole_sample_estimate`, the
+rule of the whole-sample check; numpy only, the same on every backend)
+for one pair `y = x + noise`, d_x = d_y = d, interleaved (each repeat
+runs the revision's module and the current one in turn), minimum of the
 repeats after a first call (wall-clock and CPU time of the process),
-checks that both give the same vector, and writes
-`results/estimator_benchmark/refined_mi_statistics_speed.json`.
+checks that both give the same vector (for the rule: the same value and
+spread), and writes `results/estimator_benchmark/
+refined_mi_statistics_speed.json` (the rule: `refined_mi_whole_sample_
+speed.json`).
 
     OMP_NUM_THREADS=1 nice -n 10 \
         python benchmarks/refined_mi_statistics_speed.py --rev aa95517~1
+    OMP_NUM_THREADS=1 nice -n 10 \
+        python benchmarks/refined_mi_statistics_speed.py --rev c52afc6~1 \
+        --function whole_sample_estimate --dims 1 3 5 25 --repeats 10
 """
 
 import argparse
@@ -43,24 +49,45 @@ def main(argv=None):
     parser.add_argument("--rev", required=True)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dims", type=int, nargs="+", default=[1, 5, 25])
+    parser.add_argument(
+        "--function",
+        default="mi_statistics",
+        choices=["mi_statistics", "whole_sample_estimate"],
+    )
     args = parser.parse_args(argv)
     before = module_at(args.rev)
+    name = args.function
     rng = np.random.default_rng(0)
     rows = []
-    out = {"rev": args.rev, "load": os.getloadavg(), "rows": rows}
-    for d in (1, 5, 25):
+    out = {
+        "rev": args.rev,
+        "function": name,
+        "load": os.getloadavg(),
+        "rows": rows,
+    }
+    for d in args.dims:
         for n in args.sizes:
             x = rng.normal(size=(n, d))
             y = x + rng.normal(size=(n, d))
-            same = np.array_equal(
-                before.mi_statistics(x, y), mi_statistics.mi_statistics(x, y)
-            )
+            old = getattr(before, name)(x, y)
+            new = getattr(mi_statistics, name)(x, y)
+            if name == "whole_sample_estimate":
+                # None over the budget; value and spread (no bias
+                # allowance at the revision).
+                same = (old is None and new is None) or (
+                    old is not None
+                    and new is not None
+                    and tuple(old[:2]) == tuple(new[:2])
+                )
+            else:
+                same = np.array_equal(old, new)
             times = {"rev": [], "now": [], "rev_cpu": [], "now_cpu": []}
             for _ in range(args.repeats):
                 for key, module in (("rev", before), ("now", mi_statistics)):
                     start = time.perf_counter()
                     cpu = time.process_time()
-                    module.mi_statistics(x, y)
+                    getattr(module, name)(x, y)
                     times[key].append(time.perf_counter() - start)
                     times[key + "_cpu"].append(time.process_time() - cpu)
             rows.append(
@@ -76,7 +103,11 @@ def main(argv=None):
             )
             print(rows[-1], flush=True)
     out["load_after"] = os.getloadavg()
-    path = ROOT / "refined_mi_statistics_speed.json"
+    path = ROOT / (
+        "refined_mi_statistics_speed.json"
+        if name == "mi_statistics"
+        else "refined_mi_whole_sample_speed.json"
+    )
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")
 
 
