@@ -28,8 +28,10 @@ only what is missing), then summarizes:
 `--speed` times one pair at n = 1e3, 1e4, 1e5 (d = 1, 5, 16) after a
 first call, on the current backend (wall and CPU seconds), into
 `refined_kl_speed_<backend>.json`.
-`--threads` compares one and two threads for the k-NN queries at n =
-1,000 (d = 5, 16) into `refined_kl_threads.json`; `--brute` the k-d
+`--profile` times the steps of one call at n = 1,000 (d = 1, 5, 16)
+into `refined_kl_profile_<backend>.json`. `--threads` compares one and
+two threads for the k-NN queries at n = 1,000 (d = 5, 16) into
+`refined_kl_threads.json`; `--brute` the k-d
 trees and the distance matrix (`kl_statistics.nearest_distances`) at n =
 1,000 and 2,000 (d = 5-25) into `refined_kl_brute.json`.
 """
@@ -434,6 +436,80 @@ def brute(root, repeats=9):
         json.dump(out, f, indent=1)
 
 
+def _profile_steps(x, y, model):
+    """The steps of one call on `x`, `y`, as functions without
+    arguments."""
+    import keras
+
+    from keras_msets import estimators
+    from keras_msets.stats import kl_statistics as ks
+
+    cx, cy = ks.copula_normal(x, y)
+    sx, sy = ks.standardized(x, y)
+    rx, ry = ks.gaussian_reference(cx, cy)
+    features = ks.pair_statistics(x, y)[None].astype("float32")
+    return {
+        "copula_normal": lambda: ks.copula_normal(x, y),
+        "standardized": lambda: ks.standardized(x, y),
+        "knn_copula": lambda: ks.knn_kl_estimates(cx, cy),
+        "gaussian_reference": lambda: ks.gaussian_reference(cx, cy),
+        "knn_reference": lambda: ks.knn_kl_estimates(rx, ry),
+        "plugins": lambda: (
+            ks.shrunk_gaussian_kl(cx, cy),
+            ks.corrected_gaussian_kl(cx, cy),
+            ks.shrunk_gaussian_kl(sx, sy),
+        ),
+        "shape": lambda: ks._shape(np.concatenate([sx, sy])),
+        "pair_statistics": lambda: ks.pair_statistics(x, y),
+        "model_predict_on_batch": lambda: model.predict_on_batch(features),
+        "model_call": lambda: keras.ops.convert_to_numpy(
+            model(features, training=False)
+        ),
+        "whole_call": lambda: estimators.kl_divergence(
+            x, y, model=est.REFINED_KL, interval=0.9
+        ),
+    }
+
+
+def profile(root, repeats=20):
+    """Where one call's time goes at n = 1,000 (d = 1, 5, 16): the best of
+    `repeats` timings (wall and CPU ms) of each step of `kl_statistics`,
+    of the model's forward pass (`predict_on_batch`, as the estimator
+    calls it, and a direct call) and of the whole call, into
+    `refined_kl_profile_<backend>.json`."""
+    import keras
+
+    from keras_msets.estimators.inputs import load_estimator
+
+    rng = np.random.default_rng(0)
+    out = {"backend": keras.backend.backend(), "load": os.getloadavg()}
+    model = load_estimator(est.REFINED_KL)
+    rows = []
+    for d in (1, 5, 16):
+        x = rng.normal(size=(1000, d))
+        y = rng.normal(size=(1000, d)) + 0.5
+        steps = _profile_steps(x, y, model)
+        steps["whole_call"]()
+        row = {"d": d, "n": 1000}
+        for name, step in steps.items():
+            times = []
+            for _ in range(repeats):
+                start, cpu = time.perf_counter(), time.process_time()
+                step()
+                times.append(
+                    (time.perf_counter() - start, time.process_time() - cpu)
+                )
+            wall, cpu = min(times)
+            row[name] = {"ms": 1e3 * wall, "cpu_ms": 1e3 * cpu}
+        rows.append(row)
+        print(row, flush=True)
+    out["rows"] = rows
+    out["load_after"] = os.getloadavg()
+    path = root / f"refined_kl_profile_{out['backend']}.json"
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
@@ -451,6 +527,11 @@ def main(argv=None):
         help="recompute the preset's records (after retraining it)",
     )
     parser.add_argument("--speed", action="store_true")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="the steps of one call at n = 1,000 (d = 1, 5, 16)",
+    )
     parser.add_argument(
         "--threads",
         action="store_true",
@@ -470,6 +551,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.speed:
         speed(args.results)
+        return
+    if args.profile:
+        profile(args.results)
         return
     if args.threads:
         threads(args.results)
