@@ -168,25 +168,27 @@ def _smallest(scores, take):
     return found + columns * np.arange(rows)[:, None]
 
 
-def _brute_block(queries, points, scaled, norms, k, group):
+def _brute_block(queries, points, scaled, norms, k, group, center):
     """Sorted distances of the `k` nearest `points` to each row of
     `queries`.
 
     Candidates from float32 squared distances less the queries' norms,
-    `queries @ scaled.T + norms` (`scaled`: `-2 points`, and `norms`,
-    both float32 and padded to a multiple of `group` rows with zeros and
-    `inf`): the columns fall into groups `j, j + G, j + 2 G,
-    ...` (`G` groups of `group` columns); the `take = k + _BRUTE_EXTRA`
-    groups of smallest minimum hold `take` columns at least as small as
-    any other column, so the `take` best among their columns are the
-    `take` best of all. The exact float64 distances of those `take`
+    `(queries - center) @ scaled.T + norms` (`scaled`: `-2 (points -
+    center)`, and `norms` its rows' squared norms, both float32 and
+    padded to a multiple of `group` rows with zeros and `inf`; `center`:
+    the mean of `points`, which keeps the float32 scores small where the
+    points lie far from the origin): the columns fall into groups `j,
+    j + G, j + 2 G, ...` (`G` groups of `group` columns); the `take = k +
+    _BRUTE_EXTRA` groups of smallest minimum hold `take` columns at least
+    as small as any other column, so the `take` best among their columns
+    are the `take` best of all. The exact float64 distances of those `take`
     columns are then sorted.
     """
     m = points.shape[0]
     take = min(k + _BRUTE_EXTRA, m)
     rows = queries.shape[0]
     if take < m:
-        scores = queries.astype(np.float32) @ scaled.T
+        scores = (queries - center).astype(np.float32) @ scaled.T
         scores += norms
         padded = scores.shape[1]
         if group > 1:
@@ -262,15 +264,16 @@ def nearest_distances(points, queries, k, brute=None):
         )
         return found.reshape(n, k)
     group = _group_size(m, min(k + _BRUTE_EXTRA, m))
+    center = points.mean(axis=0)
     padded = np.zeros((-(-m // group) * group, d), dtype=np.float32)
-    padded[:m] = points
+    padded[:m] = points - center
     norms = np.einsum("ij,ij->i", padded, padded)
     norms[m:] = np.inf
     padded *= -2
 
     def block(start):
         part = queries[start : start + _BRUTE_ROWS]
-        return _brute_block(part, points, padded, norms, k, group)
+        return _brute_block(part, points, padded, norms, k, group, center)
 
     starts = range(0, n, _BRUTE_ROWS)
     if parallel and n > _BRUTE_ROWS:

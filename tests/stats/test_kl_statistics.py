@@ -202,6 +202,16 @@ def test_distance_matrix_matches_the_tree(n, m, d, k):
         np.testing.assert_allclose(brute, tree, rtol=1e-12, atol=1e-12)
 
 
+def test_distance_matrix_far_from_the_origin_matches_the_tree():
+    # Float32 scores |p|^2 - 2 q.p of points near 1e4 would lose the
+    # neighbours' distances (about 1) without centring.
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, 9)) + 1e4
+    brute = ks.nearest_distances(x, x, 11, brute=True)
+    tree = ks.nearest_distances(x, x, 11, brute=False)
+    np.testing.assert_allclose(brute, tree, rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("m, k", [(500, 11), (15, 11), (12, 12)])
 def test_one_dimension_matches_the_tree(m, k):
     rng = np.random.default_rng(m)
