@@ -14,6 +14,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # JAX: full float32 matmul precision (no bf16/TF32 passes on accelerators).
 os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# One OpenMP thread per test process (and the processes it starts): the
+# suite runs one process per core, and torch's second thread mostly spins
+# waiting for work in tiny ops (two torch layer and model test files,
+# one process: 64.5 -> 34.8 CPU-s). TensorFlow's and XLA's own thread
+# pools, limited to one thread, cost the same CPU, so they are left alone
+# (benchmarks/RESULTS.md, "Time of the whole test suite").
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # XLA (jax, and TensorFlow's jit-compiled `fit`): the suite's cost is
 # compiling hundreds of small programs, not running them. LLVM's
 # optimisation passes are turned off for the tests (measured on a clean
