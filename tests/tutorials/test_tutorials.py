@@ -45,17 +45,44 @@ def test_tutorial_runs_in_smoke_mode(path, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+# Runs each tutorial named on its command line in this one process,
+# with `--output-dir` set to the folder named first, and prints how each
+# stopped: a tutorial that refuses the folder exits while it reads its
+# command line, before any model is built.
+REFUSALS = """
+import runpy
+import sys
+
+folder, *paths = sys.argv[1:]
+for path in paths:
+    sys.argv = [path, "--output-dir", folder]
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit:
+        print("EXIT", path, exit.code, sep="\\t")
+    else:
+        print("RAN", path, sep="\\t")
+"""
+
+
 # The refusal comes before any model is built; tests/utils/
-# test_tutorial_outputs.py checks it without starting a tutorial.
+# test_tutorial_outputs.py checks it without starting a tutorial. One
+# process runs every tutorial up to its refusal, so their imports (Keras,
+# the backend, KerasHub) are paid once.
 @pytest.mark.slow
 @pytest.mark.backend_independent
-@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
-def test_tutorial_refuses_a_folder_with_files(path, tmp_path):
+def test_tutorials_refuse_a_folder_with_files(tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()
     (folder / "earlier.png").write_bytes(b"kept")
-    result = _run(path, tmp_path, "--output-dir", str(folder))
-    assert result.returncode != 0
-    assert "already holds files" in result.stderr
-    assert "--overwrite" in result.stderr
+    result = _run("-c", tmp_path, REFUSALS, str(folder), *map(str, TUTORIALS))
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [s.split("\t") for s in result.stdout.splitlines()]
+    stops = {line[1]: line for line in lines if line[0] in ("EXIT", "RAN")}
+    assert sorted(stops) == sorted(map(str, TUTORIALS))
+    for path, stop in stops.items():
+        assert stop[0] == "EXIT", f"{path} ran with a folder holding files"
+        assert "already holds files" in stop[2], (path, stop)
+        assert "--overwrite" in stop[2], (path, stop)
     assert (folder / "earlier.png").read_bytes() == b"kept"
+    assert sorted(p.name for p in folder.iterdir()) == ["earlier.png"]
