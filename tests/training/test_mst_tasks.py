@@ -643,8 +643,8 @@ def _eager_on_tensorflow(model):
     """`model`, whose `compile` makes its steps run eagerly on TensorFlow.
 
     There, each new model traces its train step again (seconds for a tiny
-    one, more with gradient accumulation): the checkpoint test's four
-    models spent 43 of the suite's CPU seconds tracing. What it checks
+    one, more with gradient accumulation), which was most of the cost of
+    the checkpoint test's four models. What it checks
     (the pieces, the stored weights and optimizer state, the resumed
     result) does not depend on tracing; the traced step, accumulated or
     not, is checked by test_gradient_accumulation_gives_the_whole_batch_update
