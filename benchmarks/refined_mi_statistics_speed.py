@@ -8,7 +8,7 @@ repeats after a first call (wall-clock and CPU time of the process),
 checks that both give the same vector (for the rule: the same value and
 spread), and writes `results/estimator_benchmark/
 refined_mi_statistics_speed.json` (the rule: `refined_mi_whole_sample_
-speed.json`).
+speed.json`; `--out` another name in that folder).
 
     OMP_NUM_THREADS=1 nice -n 10 \
         python benchmarks/refined_mi_statistics_speed.py --rev aa95517~1
@@ -54,6 +54,9 @@ def main(argv=None):
         "--function",
         default="mi_statistics",
         choices=["mi_statistics", "whole_sample_estimate"],
+    )
+    parser.add_argument(
+        "--out", default=None, help="file name in the results folder"
     )
     args = parser.parse_args(argv)
     before = module_at(args.rev)
@@ -104,9 +107,12 @@ def main(argv=None):
             print(rows[-1], flush=True)
     out["load_after"] = os.getloadavg()
     path = ROOT / (
-        "refined_mi_statistics_speed.json"
-        if name == "mi_statistics"
-        else "refined_mi_whole_sample_speed.json"
+        args.out
+        or (
+            "refined_mi_statistics_speed.json"
+            if name == "mi_statistics"
+            else "refined_mi_whole_sample_speed.json"
+        )
     )
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")
 

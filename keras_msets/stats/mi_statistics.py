@@ -76,6 +76,12 @@ MAX_DENSE = MAX_BLOCK
 # The dense KSG holds the distances of a few rows at once: about this many
 # float32 entries over its buffers (in cache), at least 16 rows.
 DENSE_ENTRIES = 1 << 19
+# Leaves of the k-d trees that count the marginal neighbours in
+# `_ksg_tree`: `SIDE_LEAF` points per column of the side, at most
+# `MAX_SIDE_LEAF` (the same counts as any leaf size, found faster: the
+# counts grow with n, and larger leaves cut the tree walk around each).
+SIDE_LEAF = 16
+MAX_SIDE_LEAF = 128
 # The whole-sample KSG (`whole_sample_estimate`) is computed where it
 # costs at most about as much as this: `n^2 (d_x + d_y) <= DENSE_WORK`
 # up to `MAX_DENSE` rows (dense distances), `n (d_x + d_y) <= TREE_WORK`
@@ -184,7 +190,8 @@ def _ksg_tree(x, y, neighbours):
         if side.shape[1] == 1:
             sides.append((side[:, 0], np.sort(side[:, 0]), None))
         else:
-            sides.append((side, None, cKDTree(side)))
+            leaf = min(SIDE_LEAF * side.shape[1], MAX_SIDE_LEAF)
+            sides.append((side, None, cKDTree(side, leafsize=leaf)))
     out = []
     for k in neighbours:
         k = min(k, k_max)

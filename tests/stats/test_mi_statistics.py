@@ -228,3 +228,14 @@ def test_whole_sample_bias_allowance_grows_with_a_compressed_excess():
     assert plain[2] == 0.0
     assert scaled[2] > 0.1
     assert doubled[2] == pytest.approx(2 * scaled[2])
+
+
+@pytest.mark.parametrize("columns", [(1, 3), (2, 5)])
+def test_tree_ksg_equals_full_matrices_with_ties(columns):
+    rng = np.random.default_rng(9)
+    # Integer coordinates: ties among the joint neighbours and at the
+    # marginal radii; several leaves in every tree.
+    x = rng.integers(0, 12, size=(400, columns[0])).astype(float)
+    y = x[:, :1] + rng.integers(0, 8, size=(400, columns[1]))
+    got = mi_statistics._ksg_tree(x, y, (3, 10))
+    np.testing.assert_allclose(got, _plain_ksg(x, y, (3, 10)), rtol=1e-12)
