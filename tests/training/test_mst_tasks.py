@@ -643,12 +643,12 @@ def _eager_on_tensorflow(model):
     """`model`, whose `compile` makes its steps run eagerly on TensorFlow.
 
     There, each new model traces its train step again (seconds for a tiny
-    one, more with gradient accumulation), which was most of the cost of
-    the checkpoint test's four models. What it checks
-    (the pieces, the stored weights and optimizer state, the resumed
-    result) does not depend on tracing; the traced step, accumulated or
-    not, is checked by test_gradient_accumulation_gives_the_whole_batch_update
-    and test_fit_regression.
+    one, more with gradient accumulation). What the checkpoint tests check
+    (the pieces, the stored settings, weights and optimizer state, the
+    resumed result) does not depend on tracing; the traced step,
+    accumulated or not, is checked by
+    test_gradient_accumulation_gives_the_whole_batch_update and
+    test_fit_regression.
     """
     if keras.backend.backend() != "tensorflow":
         return model
@@ -764,7 +764,7 @@ def test_checkpoint_of_other_settings_is_an_error(tmp_path):
     options = dict(
         steps=2, batch_size=4, epoch_steps=2, set_size=(6, 9), verbose=0
     )
-    model = mst.build_model("kl_divergence", **TINY)
+    model = _eager_on_tensorflow(mst.build_model("kl_divergence", **TINY))
     mst.fit_estimator(
         model, "kl_divergence", 2, checkpoint_dir=tmp_path, **options
     )
