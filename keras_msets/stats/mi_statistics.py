@@ -175,9 +175,12 @@ def _max_norm_distances(a, rows=32):
 
 
 def _ksg_tree(x, y, neighbours):
-    """`ksg_estimates` from k-d trees (float64, O(n log n) in low
-    dimension): joint neighbours from a tree of `[x, y]`, marginal counts
-    from sorted columns (one column) or a tree of the side."""
+    """`ksg_estimates` from k-d trees (float64): joint neighbours from a
+    tree of `[x, y]`, marginal counts from sorted columns (one column,
+    about n log n) or a tree of the side (faster-growing than n in a few
+    columns: the counts and the walk around each box grow with n, about
+    2.5x per doubling at d_x = d_y = 3;
+    benchmarks/refined_mi_ksg_profile.py)."""
     from scipy.spatial import cKDTree
     from scipy.special import digamma
 
@@ -441,7 +444,8 @@ def mi_statistics(x, y, seed=0):
 
 def whole_sample_affordable(n, total_dim):
     """Whether `whole_sample_estimate` computes for `n` rows of
-    `total_dim = d_x + d_y` columns (its cost budget)."""
+    `total_dim = d_x + d_y` columns (its cost budget: the rule's cost
+    grows faster than n, and this bounds it; never above 30,000 rows)."""
     if n <= MAX_DENSE:
         return n * n * total_dim <= DENSE_WORK
     return n * total_dim <= TREE_WORK
