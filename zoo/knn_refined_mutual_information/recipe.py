@@ -127,7 +127,13 @@ answer and interval where the model's lies more than 3 x 1.645 of the
 rule's spreads plus an allowance for the rule's own bias away (the
 allowance grows with KSG's bias on the Gaussian reference and with the
 excess beyond its noise; `serves.whole_sample_check`, added to the
-trained weights by `--serves-only`). The training
+trained weights by `--serves-only`). The rule runs within a cost budget
+(`n^2 (d_x + d_y) <= 3e7` up to 2,048 rows, `n (d_x + d_y) <= 60,000`
+above): up to n = 30,000 at d_x = d_y = 1, 10,000 at 3 + 3 or 2 + 4,
+1,732 and again 2,049-6,000 at 5 + 5, never at 25 + 25 and never above
+30,000 rows; elsewhere the model's answer is not checked. Inside that
+range the check's cost grows faster than n (at most about 1.1 s of CPU
+time per call at the pairs measured in benchmarks/RESULTS.md). The training
 problems are of the same kinds as the estimator benchmark's (Gaussian,
 Student-t, uniform noise, spirals, monotone maps), drawn with random
 parameters from random streams disjoint from the benchmark's. The width
