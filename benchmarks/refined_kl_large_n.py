@@ -270,11 +270,10 @@ def _label(where):
     return f"from_{where}"
 
 
-def served(rows, cache, model, score, rule):
-    """The preset as it serves the development pairs: `model` (value,
-    low, high) where `serves["size_rule"]` `rule` does not answer, the
-    rule from the cached terms (`k` among `NEIGHBOURS`; the blocked terms
-    where the sets are cut into blocks) where it does."""
+def served_rule(rows, cache, rule):
+    """Where `serves["size_rule"]` `rule` answers the development pairs
+    (a boolean per row) and its values and spreads there, from the cached
+    terms computed as served (blocks of `whole_points(d)` rows)."""
     n = rows["n"]
     region = (n < rule["below_points"]) | (n >= rule["from_points"])
     arguments = rule["arguments"]
@@ -284,8 +283,17 @@ def served(rows, cache, model, score, rule):
         arguments["k"],
         arguments["draws"],
         arguments["threshold"],
-        mode="blocked",  # as served: blocks of `whole_points(d)` rows
+        mode="blocked",
     )
+    return region, values, sds
+
+
+def served(rows, cache, model, score, rule):
+    """The preset as it serves the development pairs: `model` (value,
+    low, high) where `serves["size_rule"]` `rule` does not answer, the
+    rule from the cached terms (`k` among `NEIGHBOURS`; the blocked terms
+    where the sets are cut into blocks) where it does."""
+    region, values, sds = served_rule(rows, cache, rule)
     q = rule_quantiles(values, sds, rule["interval_scale"])
     mixed = [
         np.where(region, a, b)
@@ -301,17 +309,8 @@ def interval_scales(rows, cache, model, score, rule):
     `draws - 1` degrees of freedom (the scale `t / z`)."""
     from scipy import stats
 
-    n = rows["n"]
-    region = (n < rule["below_points"]) | (n >= rule["from_points"])
+    region, values, sds = served_rule(rows, cache, rule)
     arguments = rule["arguments"]
-    values, sds = rule_answers(
-        rows,
-        cache,
-        arguments["k"],
-        arguments["draws"],
-        arguments["threshold"],
-        mode="blocked",
-    )
     student = stats.t.ppf(0.95, arguments["draws"] - 1) / Z90
     out = {"size_rule": rule, "student_scale": float(student), "rows": []}
     for scale in (*FINE_SCALES, float(student)):

@@ -103,19 +103,9 @@ def evaluate(records, load, kind, f, sizes):
             ratio = np.mean(errors) / max(best, 1e-12)
             cells.append((problem.name, np.mean(errors), best, ratio, hits))
         out[str(n)] = {
-            "cells": len(cells),
-            "wins": int(sum(c[3] < 1 for c in cells)),
-            "over_1_5": int(sum(c[3] > 1.5 for c in cells)),
-            "mean_ours": float(np.mean([c[1] for c in cells])),
-            "mean_best": float(np.mean([c[2] for c in cells])),
-            "coverage": float(np.mean([h for c in cells for h in c[4]])),
+            **large_n.summarise_cells(cells),
             "errors": [float(c[1]) for c in cells],
             "hits": [int(h) for c in cells for h in c[4]],
-            "worst": [
-                f"{c[0]} {c[3]:.2f}x ({c[1]:.3f} / {c[2]:.3f})"
-                for c in cells
-                if c[3] > 1.5
-            ],
         }
     every = list(out.values())
     out["all"] = {
