@@ -319,9 +319,11 @@ class MultisetAttentionBlockTest(testing.TestCase):
 
     def test_partial_permutation_equivariance_and_padding(self):
         # Each set is permuted independently (per batch row), so output k
-        # must follow set k's permutation and ignore the others'.
+        # must follow set k's permutation and ignore the others'. Sets of
+        # sizes (4, 3), padded by one to SIZES: shapes other tests compile
+        # too (on JAX every new shape is a new compile).
         for key, (cls, kwargs) in LAYERS.items():
-            sets, masks = _inputs_for(key, seed=4)
+            sets, masks = _inputs_for(key, sizes=SIZES3[1:], seed=4)
             layer = cls(**kwargs)
 
             def fn(inputs, masks, layer=layer):
@@ -332,7 +334,7 @@ class MultisetAttentionBlockTest(testing.TestCase):
                     fn, sets, masks, num_draws=1, atol=1e-4
                 )
                 self.assert_padding_invariant(
-                    fn, sets, masks, extra=2, equivariant=True, atol=1e-4
+                    fn, sets, masks, extra=1, equivariant=True, atol=1e-4
                 )
 
     def test_permuting_one_set_leaves_the_others_unchanged(self):
