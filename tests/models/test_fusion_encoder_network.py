@@ -55,7 +55,9 @@ def _loss_and_gradients(model, x, y):
             )
             return loss
 
-        loss, grads = jax.value_and_grad(fn)(
+        # One compiled program: op-by-op eager differentiation of the
+        # segment networks costs more to compile, op by op, on JAX.
+        loss, grads = jax.jit(jax.value_and_grad(fn))(
             [v.value for v in model.trainable_variables]
         )
     else:
