@@ -32,7 +32,7 @@ first call, on the current backend (wall and CPU seconds), into
 into `refined_kl_profile_<backend>.json`. `--threads` compares one and
 two threads for the k-NN queries at n = 1,000 (d = 5, 16) into
 `refined_kl_threads.json`; `--brute` the k-d
-trees and the distance matrix (`kl_statistics.nearest_distances`) at n =
+trees and the distance matrix (`nearest_neighbours.nearest_distances`) at n =
 1,000 and 2,000 (d = 5-25) into `refined_kl_brute.json`.
 """
 
@@ -360,10 +360,10 @@ def threads(root, repeats=15):
     thread and on two, alternating, the best of `repeats` calls each
     (the ratio survives a loaded machine better than the times)."""
     from keras_msets import estimators
-    from keras_msets.stats import kl_statistics
+    from keras_msets.stats import nearest_neighbours
 
     rng = np.random.default_rng(0)
-    parallel = kl_statistics.PARALLEL_POINTS
+    parallel = nearest_neighbours.PARALLEL_POINTS
     out = {"load": os.getloadavg(), "rows": []}
     for d in (5, 16):
         x = rng.normal(size=(1000, d))
@@ -371,13 +371,13 @@ def threads(root, repeats=15):
         times = {1: [], 2: []}
         for _ in range(repeats):
             for workers, points in ((1, 10**9), (2, parallel)):
-                kl_statistics.PARALLEL_POINTS = points
+                nearest_neighbours.PARALLEL_POINTS = points
                 start = time.perf_counter()
                 estimators.kl_divergence(
                     x, y, model=est.REFINED_KL, interval=0.9
                 )
                 times[workers].append(time.perf_counter() - start)
-        kl_statistics.PARALLEL_POINTS = parallel
+        nearest_neighbours.PARALLEL_POINTS = parallel
         row = {"d": d, "n": 1000}
         row.update({f"seconds_{k}_threads": min(v) for k, v in times.items()})
         out["rows"].append(row)
@@ -389,16 +389,16 @@ def threads(root, repeats=15):
 
 def brute(root, repeats=9):
     """One pair at n = 1,000 and 2,000 (d = 5, 6, 8, 12, 16, 25) with the
-    k-NN queries by k-d trees (`kl_statistics.BRUTE_POINTS = 0`) and by
+    k-NN queries by k-d trees (`nearest_neighbours.BRUTE_POINTS = 0`) and by
     the distance matrix (`BRUTE_MIN_DIM = 1`), alternating, the best of
     `repeats` calls each (wall and CPU seconds), into
     `refined_kl_brute.json`; `served` names the default's choice."""
     from keras_msets import estimators
-    from keras_msets.stats import kl_statistics
+    from keras_msets.stats import nearest_neighbours
 
     rng = np.random.default_rng(0)
-    default = kl_statistics.BRUTE_POINTS
-    lowest = kl_statistics.BRUTE_MIN_DIM
+    default = nearest_neighbours.BRUTE_POINTS
+    lowest = nearest_neighbours.BRUTE_MIN_DIM
     out = {"load": os.getloadavg(), "rows": []}
     for d in (5, 6, 8, 12, 16, 25):
         for n in (1000, 2000):
@@ -408,8 +408,8 @@ def brute(root, repeats=9):
             values = {}
             for _ in range(repeats):
                 for path, points in (("tree", 0), ("matrix", default)):
-                    kl_statistics.BRUTE_POINTS = points
-                    kl_statistics.BRUTE_MIN_DIM = 1
+                    nearest_neighbours.BRUTE_POINTS = points
+                    nearest_neighbours.BRUTE_MIN_DIM = 1
                     start = time.perf_counter()
                     cpu = time.process_time()
                     values[path] = estimators.kl_divergence(
@@ -421,8 +421,8 @@ def brute(root, repeats=9):
                             time.process_time() - cpu,
                         )
                     )
-            kl_statistics.BRUTE_POINTS = default
-            kl_statistics.BRUTE_MIN_DIM = lowest
+            nearest_neighbours.BRUTE_POINTS = default
+            nearest_neighbours.BRUTE_MIN_DIM = lowest
             row = {"d": d, "n": n, "served": "matrix" if d > lowest else "tree"}
             for k, v in times.items():
                 row[f"seconds_{k}"], row[f"cpu_seconds_{k}"] = min(v)

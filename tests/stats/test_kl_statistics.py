@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from keras_msets.stats import kl_statistics as ks
+from keras_msets.stats import nearest_neighbours as nn
 from keras_msets.stats.classical import knn_kl_divergence
 from keras_msets.stats.gaussian import gaussian_kl_divergence
 
@@ -30,7 +31,7 @@ def test_shape_and_names():
     )
 
 
-@pytest.mark.parametrize("n, d", [(200, 2), (ks.PARALLEL_POINTS, 6)])
+@pytest.mark.parametrize("n, d", [(200, 2), (nn.PARALLEL_POINTS, 6)])
 def test_knn_estimates_match_the_classical_estimator(n, d):
     # The second case runs the queries on two threads.
     x, y = _pair(n=n, d=d, seed=1)
@@ -182,7 +183,7 @@ def test_corrected_plugin_needs_enough_points():
 @pytest.mark.parametrize(
     "n, m, d, k",
     [
-        (ks.PARALLEL_POINTS + 40, 600, 16, 10),  # two threads, two blocks
+        (nn.PARALLEL_POINTS + 40, 600, 16, 10),  # two threads, two blocks
         (120, 90, 12, 11),
         (40, 12, 9, 11),  # k + 4 candidates cover all of `points`
         (150, 203, 6, 20),  # groups of 8 columns, the last ones padded
@@ -195,8 +196,8 @@ def test_distance_matrix_matches_the_tree(n, m, d, k):
     # has an equal twin (the argpartition fallback).
     y = np.repeat(rng.normal(size=(m // 2, d)), 2, axis=0)
     for points in (x, y):
-        brute = ks.nearest_distances(points, x, k, brute=True)
-        tree = ks.nearest_distances(points, x, k, brute=False)
+        brute = nn.nearest_distances(points, x, k, brute=True)
+        tree = nn.nearest_distances(points, x, k, brute=False)
         assert brute.shape == (n, k)
         assert np.all(brute[:, 1:] >= brute[:, :-1])
         np.testing.assert_allclose(brute, tree, rtol=1e-12, atol=1e-12)
@@ -207,8 +208,8 @@ def test_distance_matrix_far_from_the_origin_matches_the_tree():
     # neighbours' distances (about 1) without centring.
     rng = np.random.default_rng(5)
     x = rng.normal(size=(300, 9)) + 1e4
-    brute = ks.nearest_distances(x, x, 11, brute=True)
-    tree = ks.nearest_distances(x, x, 11, brute=False)
+    brute = nn.nearest_distances(x, x, 11, brute=True)
+    tree = nn.nearest_distances(x, x, 11, brute=False)
     np.testing.assert_allclose(brute, tree, rtol=1e-9, atol=1e-9)
 
 
@@ -219,13 +220,13 @@ def test_one_dimension_matches_the_tree(m, k):
     # Repeated values: equal distances on both sides of a query.
     y = np.round(rng.normal(size=(m, 1)), 1)
     for points in (x, y):
-        line = ks.nearest_distances(points, x, k)
-        tree = ks.nearest_distances(points, x, k, brute=False)
+        line = nn.nearest_distances(points, x, k)
+        tree = nn.nearest_distances(points, x, k, brute=False)
         np.testing.assert_array_equal(line, tree)
 
 
 def test_statistics_in_high_dimension_use_the_distance_matrix(monkeypatch):
     x, y = _pair(n=300, d=12, seed=4)
     fast = ks.kl_statistics(x, y[:250])
-    monkeypatch.setattr(ks, "BRUTE_POINTS", 0)
+    monkeypatch.setattr(nn, "BRUTE_POINTS", 0)
     np.testing.assert_allclose(ks.kl_statistics(x, y[:250]), fast, rtol=1e-12)
