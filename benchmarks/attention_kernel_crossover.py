@@ -10,6 +10,12 @@ this table.
 
     python benchmarks/attention_kernel_crossover.py --threads 1 \\
         --output benchmarks/results/attention_kernel_crossover_cpu.json
+
+With `--device cuda` the tensors live on the GPU and each timing waits
+for it (`torch.cuda.synchronize`):
+
+    python benchmarks/attention_kernel_crossover.py --device cuda \\
+        --output benchmarks/results/gpu/attention_kernel_crossover_gpu.json
 """
 
 import argparse
@@ -50,23 +56,28 @@ def fused_attention(query, key, value, bias):
     )
 
 
-def time_shape(num_queries, num_keys, repeats, generator):
+def time_shape(num_queries, num_keys, repeats, generator, device="cpu"):
     def tensor(n):
-        return torch.randn(
-            BATCH, HEADS, n, HEAD_DIM, generator=generator, requires_grad=True
-        )
+        t = torch.randn(BATCH, HEADS, n, HEAD_DIM, generator=generator)
+        return t.to(device).requires_grad_()
+
+    def wait():
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize()
 
     query, key, value = tensor(num_queries), tensor(num_keys), tensor(num_keys)
     keep = torch.rand(BATCH, 1, 1, num_keys, generator=generator) > 0.1
-    bias = torch.where(keep, 0.0, -1e9)
+    bias = torch.where(keep, 0.0, -1e9).to(device)
     best = {}
     for _ in range(repeats):
         for name, attention in (
             ("plain", plain_attention),
             ("fused", fused_attention),
         ):
+            wait()
             start = time.perf_counter()
             attention(query, key, value, bias).sum().backward()
+            wait()
             elapsed = time.perf_counter() - start
             best[name] = min(best.get(name, float("inf")), elapsed)
     return {
@@ -83,13 +94,16 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(0)
     load_before = os.getloadavg()
     rows = []
     for num_queries, num_keys in SHAPES:
-        row = time_shape(num_queries, num_keys, args.repeats, generator)
+        row = time_shape(
+            num_queries, num_keys, args.repeats, generator, args.device
+        )
         rows.append(row)
         print(
             f"{num_queries:5d} queries x {num_keys:6d} keys: plain "
@@ -99,7 +113,13 @@ def main(argv=None):
         )
     result = {
         "command": "python benchmarks/attention_kernel_crossover.py "
-        f"--threads {args.threads} --repeats {args.repeats}",
+        f"--threads {args.threads} --repeats {args.repeats} "
+        f"--device {args.device}",
+        "device": (
+            torch.cuda.get_device_name(0)
+            if torch.device(args.device).type == "cuda"
+            else "CPU"
+        ),
         "torch": torch.__version__,
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),

@@ -64,6 +64,15 @@ whether the run finished).
         --warmup 1 --repeats 3 \\
         --output benchmarks/results/speed_vs_plain_jax_cpu.json
 
+On a GPU (where the backend sees a CUDA device, as Keras does) both
+sides run there: the plain parameters and inputs are put on it and ours
+reads its inputs as tensors already on it; every timed step ends with its
+result copied back (the loss, the outputs), which waits for the GPU; the
+reference product is 8192 x 8192. `--batch` sets every case's batch:
+
+    KERAS_BACKEND=torch python benchmarks/speed_vs_plain.py --batch 64 \\
+        --output benchmarks/results/gpu/speed_vs_plain_torch_gpu.json
+
 `--threads` sets torch's intra-op threads (for JAX set
 `XLA_FLAGS=--xla_cpu_multi_thread_eigen=false` and
 `OMP_NUM_THREADS`). `--quick` runs the smallest size of each case (a
@@ -90,6 +99,30 @@ from keras_msets.layers import _set_multi_head_attention as kernels
 
 BACKEND = keras.backend.backend()
 EPSILON = 1e-5  # the blocks' layer-norm epsilon
+
+
+def accelerator():
+    """The GPU this backend computes on (its name), or None on the CPU.
+
+    Keras places tensors on the backend's default device: a CUDA GPU where
+    torch or JAX sees one. The plain code is put on the same device.
+    """
+    if BACKEND == "torch":
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+        return None
+    import jax
+
+    device = jax.devices()[0]
+    return None if device.platform == "cpu" else device.device_kind
+
+
+def _torch_device():
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 # -- weights of our blocks, as numpy ---------------------------------------
@@ -166,6 +199,9 @@ FEN_UNITS = 64  # the FEN's hidden widths (alpha, beta, omega)
 TWO_SETS = ("MSAB", "IMSAB", "MST")
 INDUCING_POINTS = 16
 MST_INPUT_DIM = 8  # the Multi-Set Transformer reads sets of 8-d points
+# The float32 matrix product whose rate is the reference (n x n x n).
+GEMM_SIZE = 2048
+GEMM_SIZE_GPU = 8192  # long enough to time on a GPU
 MST_BLOCKS = 4
 
 
@@ -606,9 +642,10 @@ def plain_torch(case, tree, heads):
     import torch.nn.functional as F
 
     params = []
+    device = _torch_device()
 
     def tensor(a):
-        t = torch.tensor(a, requires_grad=True)
+        t = torch.tensor(a, device=device, requires_grad=True)
         params.append(t)
         return t
 
@@ -629,11 +666,13 @@ def plain_torch(case, tree, heads):
 
         @staticmethod
         def index(rows):
-            return torch.from_numpy(rows)
+            return torch.from_numpy(rows).to(device)
 
         @staticmethod
         def positions(n):
-            return torch.arange(1, n + 1, dtype=torch.float32)[:, None]
+            return torch.arange(1, n + 1, dtype=torch.float32, device=device)[
+                :, None
+            ]
 
         @staticmethod
         def heads_split(z, heads):  # [b, n, h * k] -> [b, h, n, k]
@@ -667,11 +706,13 @@ def plain_torch(case, tree, heads):
 
     def infer(inputs):
         with torch.no_grad():
-            return forward(tree, inputs).numpy()
+            return forward(tree, inputs).cpu().numpy()
 
     def convert(arrays):
         return [
-            torch.from_numpy(a.astype("int64") if a.dtype.kind == "i" else a)
+            torch.from_numpy(
+                a.astype("int64") if a.dtype.kind == "i" else a
+            ).to(device)
             for a in arrays
         ]
 
@@ -681,9 +722,18 @@ def plain_torch(case, tree, heads):
 def torch_gemm_flops():
     import torch
 
-    a = torch.randn(2048, 2048)
-    b = torch.randn(2048, 2048)
-    return _gemm_rate(lambda: a @ b)
+    size = GEMM_SIZE_GPU if accelerator() else GEMM_SIZE
+    device = _torch_device()
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+
+    def product():
+        c = a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return c
+
+    return _gemm_rate(product, size)
 
 
 # -- plain JAX --------------------------------------------------------------
@@ -784,10 +834,11 @@ def jax_gemm_flops():
     import jax
     import jax.numpy as jnp
 
-    a = jnp.ones((2048, 2048), "float32")
-    b = jnp.ones((2048, 2048), "float32")
+    size = GEMM_SIZE_GPU if accelerator() else GEMM_SIZE
+    a = jnp.ones((size, size), "float32")
+    b = jnp.ones((size, size), "float32")
     product = jax.jit(lambda a, b: a @ b)
-    return _gemm_rate(lambda: product(a, b).block_until_ready())
+    return _gemm_rate(lambda: product(a, b).block_until_ready(), size)
 
 
 # -- timing -----------------------------------------------------------------
@@ -801,14 +852,14 @@ def _map_tree(tree, fn):
     return fn(tree)
 
 
-def _gemm_rate(fn, repeats=10):
+def _gemm_rate(fn, size, repeats=10):
     fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return 2 * 2048**3 / statistics.median(times)
+    return 2 * size**3 / statistics.median(times)
 
 
 def _median_times(fns, warmup, repeats):
@@ -935,8 +986,10 @@ def attention_shapes(case, n):
 
 
 def _chooses_plain_kernel(case, n):
+    on_gpu = BACKEND == "torch" and accelerator() is not None
     return any(
-        kernels.use_plain_kernel(q, k) for q, k in attention_shapes(case, n)
+        kernels.use_plain_kernel(q, k, on_gpu=on_gpu)
+        for q, k in attention_shapes(case, n)
     )
 
 
@@ -983,8 +1036,10 @@ def run_case(
     seed=0,
     jit_variant=False,
     layer_calls_variant=False,
+    batch=None,
 ):
-    _, batch, dim, heads = CASES[case]
+    _, case_batch, dim, heads = CASES[case]
+    batch = batch or case_batch
     keras.utils.set_random_seed(seed)
     rng = np.random.default_rng(seed)
     sets = 2 if case in TWO_SETS else 1
@@ -1005,6 +1060,10 @@ def run_case(
         )
     plain_inputs = convert(arrays)
     x = arrays if sets > 1 else arrays[0]
+    on_device = accelerator() is not None
+    if on_device:
+        # Ours also reads tensors already on the GPU, as the plain code.
+        x = keras.tree.map_structure(keras.ops.convert_to_tensor, x)
     ours_out = np.asarray(model.predict_on_batch(x))
     plain_out = infer(plain_inputs)
     difference = float(np.max(np.abs(ours_out - plain_out)))
@@ -1014,6 +1073,8 @@ def run_case(
         )
     target = np.zeros_like(ours_out)
     plain_target = convert([target])[0]
+    if on_device:
+        target = keras.ops.convert_to_tensor(target)
     # The training losses on the same weights (the first step's, before
     # its update): the training equations agree too.
     ours_loss = float(model.train_on_batch(x, target))
@@ -1141,6 +1202,12 @@ def main(argv=None):
     parser.add_argument(
         "--min-n", type=int, default=None, help="skip smaller sizes"
     )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="the batch of every case (default: each case's own)",
+    )
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", help="write the results (JSON) here")
@@ -1172,11 +1239,15 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     gemm_rate = torch_gemm_flops if BACKEND == "torch" else jax_gemm_flops
     gemm = gemm_rate()
-    print(f"{BACKEND}: float32 matrix product {gemm / 1e9:.1f} GFLOP/s")
+    where = accelerator() or "CPU"
+    print(
+        f"{BACKEND} on {where}: float32 matrix product {gemm / 1e9:.1f} GFLOP/s"
+    )
     result = {
         "backend": BACKEND,
         "keras": keras.__version__,
         "machine": platform.machine(),
+        "accelerator": accelerator(),
         "cpu_count": os.cpu_count(),
         "threads": args.threads,
         "load_average_before": load_before,
@@ -1201,6 +1272,7 @@ def main(argv=None):
                 args.repeats,
                 jit_variant=args.jit_variant,
                 layer_calls_variant=args.layer_calls_variant,
+                batch=args.batch,
             )
             # The matrix-product rate right after the row, under its load.
             row["gemm_flops_per_s"] = gemm_rate()
