@@ -81,7 +81,7 @@ def main(argv=None):
             x, y = sample_pair(rng, n, dim_x, dim_y)
             zx = mi_statistics.copula_normal(x)
             zy = mi_statistics.copula_normal(y)
-            corr = mi_statistics._shrunk_correlation(
+            corr = mi_statistics.shrunk_correlation(
                 np.concatenate([zx, zy], axis=1)
             )
             row = {"dim_x": dim_x, "dim_y": dim_y, "n": n, **profile(zx, zy)}

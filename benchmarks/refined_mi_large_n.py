@@ -62,7 +62,7 @@ def whole_sample(x, y, seed=0):
     start = time.perf_counter()
     zx, zy = stats.copula_normal(x), stats.copula_normal(y)
     dim_x = zx.shape[1]
-    corr = stats._shrunk_correlation(np.concatenate([zx, zy], axis=1))
+    corr = stats.shrunk_correlation(np.concatenate([zx, zy], axis=1))
     corrected = stats.corrected_gaussian_information(zx, zy)
     if np.isnan(corrected):
         corrected = stats.gaussian_copula_statistics(zx, zy)[0]

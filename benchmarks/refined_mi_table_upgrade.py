@@ -29,7 +29,7 @@ def new_columns(split, index):
     _, x, y = mi_problems.table_sample(split, index)
     x, y = stats.check_pair(x, y)
     z = np.concatenate([stats.copula_normal(x), stats.copula_normal(y)], 1)
-    corr = stats._shrunk_correlation(z)
+    corr = stats.shrunk_correlation(z)
     return stats.canonical_information(corr, x.shape[1])
 
 
