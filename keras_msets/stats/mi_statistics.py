@@ -61,7 +61,10 @@ the KSG excess on the whole sample (no blocks), with its spread and an
 allowance for its own bias, within a cost budget
 (`whole_sample_affordable`); benchmarks/refined_mi_large_n.py and
 refined_mi_check_bias.py measure it as a large-n rule on the development
-seeds.
+seeds. Its k-d tree counts grow faster than n; with `block_rows` it
+averages over blocks of bounded size instead, at a cost linear in n and
+with the KSG bias of the block size (refined_mi_check_blocks.py compares
+the two on the development seeds).
 """
 
 import numpy as np
@@ -362,16 +365,40 @@ def mi_statistics(x, y, seed=0):
 
 def whole_sample_affordable(n, total_dim):
     """Whether `whole_sample_estimate` computes for `n` rows of
-    `total_dim = d_x + d_y` columns (its cost budget: the rule's cost
-    grows faster than n, and this bounds it; never above 30,000 rows)."""
+    `total_dim = d_x + d_y` columns (its budget: `n^2 total_dim <=
+    DENSE_WORK` up to `MAX_DENSE` rows, `n total_dim <= TREE_WORK`
+    above; never above 30,000 rows)."""
     if n <= MAX_DENSE:
         return n * n * total_dim <= DENSE_WORK
     return n * total_dim <= TREE_WORK
 
 
-def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0):
+def whole_sample_blocks(n, total_dim, block_rows=None):
+    """How many disjoint blocks `whole_sample_estimate` cuts `n` rows into:
+    1 where `block_rows` is None, else as few as keep every block within
+    `block_rows` rows and within the dense budget (`m^2 total_dim <=
+    DENSE_WORK` for `m` rows)."""
+    if block_rows is None:
+        return 1
+    rows = min(int(block_rows), int(np.sqrt(DENSE_WORK / total_dim)))
+    return int(np.ceil(n / max(rows, 1)))
+
+
+def _part_ksg(zx, zy, index, corr, k, seed):
+    """`(KSG_k of the rows `index`, KSG_k of its Gaussian reference)`, both
+    on copula-normal coordinates of the part."""
+    own = ksg_estimates(
+        copula_normal(zx[index]), copula_normal(zy[index]), (k,)
+    )[0]
+    reference = gaussian_reference_ksg(
+        corr, zx.shape[1], len(index), seed, neighbours=(k,)
+    )[0]
+    return own, reference
+
+
+def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, block_rows=None):
     """`(estimate, spread, bias)` of `I(X; Y)` from KSG on the whole
-    sample, or None where that is over the budget
+    sample (or on blocks of it), or None where that is over the budget
     (`whole_sample_affordable`).
 
     The estimate is `plugin_corrected + KSG_k(sample) - KSG_k(reference)`,
@@ -383,6 +410,15 @@ def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0):
     on `WHOLE_SAMPLE_PARTS` disjoint random parts of the sample (each
     against its own reference of the part's size), over
     `sqrt(WHOLE_SAMPLE_PARTS)`; nan below 50 rows per part.
+
+    With `block_rows`, a sample of more rows than a block holds
+    (`whole_sample_blocks`) is cut into that many disjoint random blocks
+    of equal size (the remainder left out), and the difference is the
+    mean of the blocks' differences (each block against its own
+    reference); with at least `WHOLE_SAMPLE_PARTS` blocks the spread is
+    that of the blocks' differences over `sqrt(blocks)`. The cost then
+    grows linearly with `n` (about `n * block * (d_x + d_y)`), and the
+    differences have the bias of KSG at the block size.
 
     `bias` (nats, >= 0) allows for the estimate's own bias: where KSG
     misses much of the reference's information (its bias `B =
@@ -402,25 +438,36 @@ def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0):
     base = corrected_gaussian_information(zx, zy)
     if np.isnan(base):
         base = gaussian_copula_statistics(zx, zy)[0]
-    own = ksg_estimates(zx, zy, (k,))[0]
-    reference = gaussian_reference_ksg(corr, dim_x, n, seed, neighbours=(k,))
-    excess = own - reference[0]
-    parts = []
-    rows = n // WHOLE_SAMPLE_PARTS
-    if rows >= 50:
-        rng = np.random.default_rng(seed)
-        split = np.array_split(rng.permutation(n), WHOLE_SAMPLE_PARTS)
-        for i, index in enumerate(split):
-            index = index[:rows]
-            own = ksg_estimates(
-                copula_normal(zx[index]), copula_normal(zy[index]), (k,)
-            )[0]
-            parts.append(
-                own
-                - gaussian_reference_ksg(
-                    corr, dim_x, rows, seed + 1 + i, neighbours=(k,)
-                )[0]
-            )
+    order = np.random.default_rng(seed).permutation(n)
+    blocks = whole_sample_blocks(n, total_dim, block_rows)
+    if blocks == 1:
+        own = ksg_estimates(zx, zy, (k,))[0]
+        reference = gaussian_reference_ksg(
+            corr, dim_x, n, seed, neighbours=(k,)
+        )[0]
+        excess = own - reference
+    else:
+        rows = n // blocks
+        pairs = np.array(
+            [
+                _part_ksg(zx, zy, index[:rows], corr, k, seed + 1 + i)
+                for i, index in enumerate(np.array_split(order, blocks))
+            ]
+        )
+        reference = float(np.mean(pairs[:, 1]))
+        excess = float(np.mean(pairs[:, 0] - pairs[:, 1]))
+    if blocks >= WHOLE_SAMPLE_PARTS:
+        parts = list(pairs[:, 0] - pairs[:, 1])
+    else:
+        parts = []
+        rows = n // WHOLE_SAMPLE_PARTS
+        if rows >= 50:
+            split = np.array_split(order, WHOLE_SAMPLE_PARTS)
+            for i, index in enumerate(split):
+                own, gauss = _part_ksg(
+                    zx, zy, index[:rows], corr, k, seed + 1 + i
+                )
+                parts.append(own - gauss)
     spread = (
         float(np.std(parts, ddof=1) / np.sqrt(len(parts)))
         if parts
@@ -430,7 +477,7 @@ def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0):
     if bias_scale and np.isfinite(spread):
         bias = (
             float(bias_scale)
-            * max(base - reference[0], 0.0)
+            * max(base - reference, 0.0)
             * max(abs(excess) - EXCESS_NOISE * spread, 0.0)
         )
     return float(base + excess), spread, float(bias)

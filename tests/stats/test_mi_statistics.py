@@ -215,6 +215,26 @@ def test_whole_sample_estimate_and_its_budget():
     assert mi_statistics.whole_sample_estimate(big, big) is None
 
 
+def test_whole_sample_blocks_replace_the_whole_sample_above_their_size():
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(1200, 1))
+    y = np.sin(3 * x) + 0.2 * rng.normal(size=(1200, 1))
+    whole = mi_statistics.whole_sample_estimate(x, y)
+    # A block that holds the sample: the whole-sample rule itself.
+    assert mi_statistics.whole_sample_estimate(x, y, block_rows=1200) == whole
+    # Four blocks are the four parts the whole-sample spread comes from:
+    # the same spread, the value from the blocks.
+    assert mi_statistics.whole_sample_blocks(1200, 2, 300) == 4
+    blocks = mi_statistics.whole_sample_estimate(x, y, block_rows=300)
+    assert blocks[1] == whole[1]
+    assert blocks[0] != whole[0]
+    assert blocks[0] == pytest.approx(whole[0], abs=0.15)
+    assert mi_statistics.whole_sample_blocks(1200, 2, None) == 1
+    assert mi_statistics.whole_sample_blocks(5000, 2, 2048) == 3
+    # Every block within the dense budget (1,732 rows at d_x + d_y = 10).
+    assert mi_statistics.whole_sample_blocks(6000, 10, 2048) == 4
+
+
 def test_whole_sample_bias_allowance_grows_with_a_compressed_excess():
     # Uniform noise on 5 coordinate pairs at n = 1,000: KSG misses much of
     # the Gaussian reference's information and the excess is real.

@@ -1,0 +1,164 @@
+"""Block sizes of the refined MI whole-sample check, on the development
+seeds.
+
+The check (`keras_msets.estimators.whole_sample_check`) compares the
+preset's answer with `mi_statistics.whole_sample_estimate`, whose KSG on
+the whole sample costs more than linearly in n. With `block_rows` the
+rule averages the KSG excess over disjoint blocks of at most that many
+rows (`mi_statistics.whole_sample_blocks`), at a cost linear in n.
+Candidates: `whole` (no blocks, the check as shipped before) and blocks
+of at most `--blocks` rows. For every MI problem of the estimator
+benchmark at n = 1,000 and 10,000, development seeds 0-1 only, calls the
+rule as the preset serves it (k = 3, bias allowance 20) on the same
+sample the benchmark draws (records cached in
+`results/estimator_benchmark/refined_mi_check_blocks_records.json`,
+resumable, with the rule's CPU seconds), applies the check to the
+preset's answers without it (the cells committed at `--preset-rev`) and
+counts wins / cells over 1.5x / mean error against the best classical
+estimator per cell and the coverage of the 90 % intervals, per n and
+over all cells, into `refined_mi_check_blocks_dev.json`.
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/refined_mi_check_blocks.py
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import refined_mi_check_bias as check_bias  # noqa: E402
+import refined_mi_large_n as large_n  # noqa: E402
+from estimator_bench import problems as problem_sets  # noqa: E402
+from estimator_bench import runner  # noqa: E402
+
+from keras_msets.stats import mi_statistics  # noqa: E402
+
+ROOT = large_n.ROOT
+RECORDS = ROOT / "refined_mi_check_blocks_records.json"
+OUT = ROOT / "refined_mi_check_blocks_dev.json"
+K, BIAS_SCALE = 3, 20.0
+
+
+def label(block_rows):
+    return "whole" if block_rows is None else f"blocks {block_rows}"
+
+
+def compute(candidates, sizes, log=print):
+    """`{label/problem/n/seed: [value, sd, bias, cpu seconds] or None}`."""
+    records = json.loads(RECORDS.read_text()) if RECORDS.exists() else {}
+    for n in sizes:
+        for problem in problem_sets.mi_problems():
+            if not runner.cell_path(ROOT, problem, n).exists():
+                continue
+            for seed in runner.DEV_SEEDS:
+                todo = [
+                    b
+                    for b in candidates
+                    if f"{label(b)}/{problem.name}/{n}/{seed}" not in records
+                ]
+                if not todo:
+                    continue
+                x, y = problem.sample(n, seed)
+                for block_rows in todo:
+                    start = time.process_time()
+                    rule = mi_statistics.whole_sample_estimate(
+                        x, y, k=K, bias_scale=BIAS_SCALE, block_rows=block_rows
+                    )
+                    seconds = time.process_time() - start
+                    key = f"{label(block_rows)}/{problem.name}/{n}/{seed}"
+                    records[key] = None if rule is None else [*rule, seconds]
+                    log(f"{key}: {seconds:.3f} s", flush=True)
+                RECORDS.write_text(json.dumps(records, indent=0))
+    return records
+
+
+def evaluate(records, name, load, sizes):
+    out = {}
+    for n in sizes:
+        cells, seconds = [], []
+        for problem in problem_sets.mi_problems():
+            if not runner.cell_path(ROOT, problem, n).exists():
+                continue
+            cell = load(problem, n)
+            classical = runner.summarize_cell(
+                cell, held=runner.DEV_SEEDS, dev=runner.DEV_SEEDS
+            )["errors"]
+            best = min(
+                classical[k] for k in large_n.CLASSICAL if k in classical
+            )
+            errors, hits = [], []
+            for seed in runner.DEV_SEEDS:
+                preset = cell["seeds"][str(seed)]["refined"]
+                value, low, high = (preset[k] for k in ("value", "low", "high"))
+                rule = records[f"{name}/{problem.name}/{n}/{seed}"]
+                if (
+                    n >= check_bias.FROM_POINTS
+                    and rule is not None
+                    and np.isfinite(rule[1])
+                ):
+                    rule_value, sd, bias, cpu = rule
+                    seconds.append(cpu)
+                    if abs(value - rule_value) > check_bias.BAND * sd + bias:
+                        half = check_bias.Z * check_bias.SCALE * sd + bias
+                        value = max(rule_value, 0.0)
+                        low = max(rule_value - half, 0.0)
+                        high = max(rule_value + half, 0.0)
+                errors.append(abs(value - cell["truth"]))
+                hits.append(low <= cell["truth"] <= high)
+            ratio = np.mean(errors) / max(best, 1e-12)
+            cells.append((problem.name, np.mean(errors), best, ratio, hits))
+        out[str(n)] = {
+            **large_n.summarise_cells(cells),
+            "errors": [float(c[1]) for c in cells],
+            "hits": [int(h) for c in cells for h in c[4]],
+            "rule_cpu_seconds_max": float(max(seconds, default=0.0)),
+            "rule_cpu_seconds_mean": float(np.mean(seconds or [0.0])),
+        }
+    every = list(out.values())
+    out["all"] = {
+        "cells": sum(v["cells"] for v in every),
+        "wins": sum(v["wins"] for v in every),
+        "over_1_5": sum(v["over_1_5"] for v in every),
+        "mean_ours": float(np.mean([e for v in every for e in v["errors"]])),
+        "coverage": float(np.mean([h for v in every for h in v["hits"]])),
+    }
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument(
+        "--blocks", type=int, nargs="+", default=[1000, 2048, 2500, 5000]
+    )
+    parser.add_argument("--preset-rev", default="01c020d")
+    args = parser.parse_args(argv)
+    candidates = [None, *args.blocks]
+    records = compute(candidates, args.sizes)
+    load = large_n.cell_loader(args.preset_rev)
+    results = {}
+    for block_rows in candidates:
+        name = label(block_rows)
+        results[name] = evaluate(records, name, load, args.sizes)
+        line = "; ".join(
+            f"n={n}: {v['wins']}/{v['cells']} wins, {v['over_1_5']} >1.5x, "
+            f"{v['mean_ours']:.4f}, cov {v['coverage']:.3f}"
+            + (
+                f", rule {v['rule_cpu_seconds_mean']:.3f} s mean, "
+                f"{v['rule_cpu_seconds_max']:.3f} max"
+                if n != "all"
+                else ""
+            )
+            for n, v in results[name].items()
+        )
+        print(f"{name}: {line}", flush=True)
+    OUT.write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
