@@ -61,10 +61,9 @@ the KSG excess on the whole sample (no blocks), with its spread and an
 allowance for its own bias, within a cost budget
 (`whole_sample_affordable`); benchmarks/refined_mi_large_n.py and
 refined_mi_check_bias.py measure it as a large-n rule on the development
-seeds. Its k-d tree counts grow faster than n; with `block_rows` it
-averages over blocks of bounded size instead, at a cost linear in n and
-with the KSG bias of the block size (refined_mi_check_blocks.py compares
-the two on the development seeds).
+seeds. Its k-d tree counts grow faster than n; with `query_rows` they
+are done for a bounded number of rows (refined_mi_check_cheaper.py
+compares the variants on the development seeds).
 """
 
 import numpy as np
@@ -187,7 +186,7 @@ def _max_norm_distances(a, rows=32):
     return out
 
 
-def _ksg_tree(x, y, neighbours):
+def _ksg_tree(x, y, neighbours, queries=None):
     """`ksg_estimates` from k-d trees (float64): joint neighbours from a
     tree of `[x, y]`, marginal counts from sorted columns (one column,
     about n log n) or a tree of the side (faster-growing than n in a few
@@ -198,16 +197,18 @@ def _ksg_tree(x, y, neighbours):
     from scipy.special import digamma
 
     n = x.shape[0]
+    m = n if queries is None else min(int(queries), n)
     k_max = min(max(neighbours), n - 1)
     joint = np.concatenate([x, y], axis=1)
-    nearest = cKDTree(joint).query(joint, k=k_max + 1, p=np.inf)[0][:, 1:]
+    tree = cKDTree(joint)
+    nearest = tree.query(joint[:m], k=k_max + 1, p=np.inf)[0][:, 1:]
     sides = []
     for side in (x, y):
         if side.shape[1] == 1:
-            sides.append((side[:, 0], np.sort(side[:, 0]), None))
+            sides.append((side[:m, 0], np.sort(side[:, 0]), None))
         else:
             leaf = min(SIDE_LEAF * side.shape[1], MAX_SIDE_LEAF)
-            sides.append((side, None, cKDTree(side, leafsize=leaf)))
+            sides.append((side[:m], None, cKDTree(side, leafsize=leaf)))
     out = []
     for k in neighbours:
         k = min(k, k_max)
@@ -230,18 +231,21 @@ def _ksg_tree(x, y, neighbours):
     return out
 
 
-def ksg_estimates(x, y, neighbours=NEIGHBOURS, rows=None):
+def ksg_estimates(x, y, neighbours=NEIGHBOURS, rows=None, queries=None):
     """KSG (algorithm 1, max-norm) at every `k` of `neighbours` (capped at
     `n - 1`), from dense max-norm distances (float32), `rows` rows at a
     time (None: as many as keep about `DENSE_ENTRIES` entries in the
     buffers, which then stay in cache); with one column per side, or
     above `MAX_DENSE` rows, from a k-d tree and sorted columns (the same
-    counts in float64)."""
+    counts in float64). With `queries`, the mean over the first `queries`
+    rows only (their neighbours still counted among all `n` rows): KSG of
+    all `n` rows, from a subset of its terms."""
     from scipy.special import digamma
 
     n = x.shape[0]
     if (x.shape[1] == 1 and y.shape[1] == 1) or n > MAX_DENSE:
-        return _ksg_tree(x, y, neighbours)
+        return _ksg_tree(x, y, neighbours, queries)
+    m = n if queries is None else min(int(queries), n)
     tx = np.ascontiguousarray(x.T, dtype=np.float32)
     ty = np.ascontiguousarray(y.T, dtype=np.float32)
     k_max = min(max(neighbours), n - 1)
@@ -249,12 +253,12 @@ def ksg_estimates(x, y, neighbours=NEIGHBOURS, rows=None):
     width = max(x.shape[1], y.shape[1])
     if rows is None:
         rows = max(DENSE_ENTRIES // ((width + 3) * n), 16)
-    rows = min(rows, n)
+    rows = min(rows, m)
     scratch = np.empty((width, rows, n), dtype=np.float32)
     dx, dy, joint = np.empty((3, rows, n), dtype=np.float32)
-    count_x, count_y = np.empty((2, len(ks), n), dtype=np.int64)
-    for start in range(0, n, rows):
-        stop = min(start + rows, n)
+    count_x, count_y = np.empty((2, len(ks), m), dtype=np.int64)
+    for start in range(0, m, rows):
+        stop = min(start + rows, m)
         size = stop - start
         _max_norm_rows(tx, start, stop, scratch, dx[:size])
         _max_norm_rows(ty, start, stop, scratch, dy[:size])
@@ -298,13 +302,14 @@ def _blocked_ksg(x, y, seed):
 
 
 def gaussian_reference_ksg(
-    corr, dim_x, rows, seed, blocks=1, neighbours=NEIGHBOURS
+    corr, dim_x, rows, seed, blocks=1, neighbours=NEIGHBOURS, queries=None
 ):
     """KSG at `NEIGHBOURS` on `blocks` blocks of `rows` draws of a Gaussian
     with correlation `corr`, in copula-normal coordinates (per block),
     averaged over the blocks: what the KSG statistics would be if the
     copula of the sample were Gaussian, with the same blocks as the
-    sample's own KSG (so with about the same spread)."""
+    sample's own KSG (so with about the same spread). `queries`: that of
+    `ksg_estimates`."""
     rng = np.random.default_rng([seed, rows, corr.shape[0]])
     chol = np.linalg.cholesky(corr)
     z = rng.normal(size=(blocks * rows, corr.shape[0])) @ chol.T
@@ -312,7 +317,7 @@ def gaussian_reference_ksg(
     for part in np.split(z, blocks):
         zx = copula_normal(part[:, :dim_x])
         zy = copula_normal(part[:, dim_x:])
-        estimates.append(ksg_estimates(zx, zy, neighbours))
+        estimates.append(ksg_estimates(zx, zy, neighbours, queries=queries))
     return list(np.mean(estimates, axis=0))
 
 
@@ -373,32 +378,9 @@ def whole_sample_affordable(n, total_dim):
     return n * total_dim <= TREE_WORK
 
 
-def whole_sample_blocks(n, total_dim, block_rows=None):
-    """How many disjoint blocks `whole_sample_estimate` cuts `n` rows into:
-    1 where `block_rows` is None, else as few as keep every block within
-    `block_rows` rows and within the dense budget (`m^2 total_dim <=
-    DENSE_WORK` for `m` rows)."""
-    if block_rows is None:
-        return 1
-    rows = min(int(block_rows), int(np.sqrt(DENSE_WORK / total_dim)))
-    return int(np.ceil(n / max(rows, 1)))
-
-
-def _part_ksg(zx, zy, index, corr, k, seed):
-    """`(KSG_k of the rows `index`, KSG_k of its Gaussian reference)`, both
-    on copula-normal coordinates of the part."""
-    own = ksg_estimates(
-        copula_normal(zx[index]), copula_normal(zy[index]), (k,)
-    )[0]
-    reference = gaussian_reference_ksg(
-        corr, zx.shape[1], len(index), seed, neighbours=(k,)
-    )[0]
-    return own, reference
-
-
-def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, block_rows=None):
+def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, query_rows=None):
     """`(estimate, spread, bias)` of `I(X; Y)` from KSG on the whole
-    sample (or on blocks of it), or None where that is over the budget
+    sample, or None where that is over the budget
     (`whole_sample_affordable`).
 
     The estimate is `plugin_corrected + KSG_k(sample) - KSG_k(reference)`,
@@ -411,14 +393,13 @@ def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, block_rows=None):
     against its own reference of the part's size), over
     `sqrt(WHOLE_SAMPLE_PARTS)`; nan below 50 rows per part.
 
-    With `block_rows`, a sample of more rows than a block holds
-    (`whole_sample_blocks`) is cut into that many disjoint random blocks
-    of equal size (the remainder left out), and the difference is the
-    mean of the blocks' differences (each block against its own
-    reference); with at least `WHOLE_SAMPLE_PARTS` blocks the spread is
-    that of the blocks' differences over `sqrt(blocks)`. The cost then
-    grows linearly with `n` (about `n * block * (d_x + d_y)`), and the
-    differences have the bias of KSG at the block size.
+    With `query_rows`, each KSG is the mean of its terms over at most
+    `query_rows` random rows of the sample (and of the reference), and
+    over `query_rows / WHOLE_SAMPLE_PARTS` rows of each part, the
+    neighbours still counted among all rows (`ksg_estimates(...,
+    queries=...)`): the same bias as on all rows, more noise (which the
+    parts' spread includes), and the counts, which grow faster than n,
+    done for a bounded number of rows.
 
     `bias` (nats, >= 0) allows for the estimate's own bias: where KSG
     misses much of the reference's information (its bias `B =
@@ -439,35 +420,42 @@ def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, block_rows=None):
     if np.isnan(base):
         base = gaussian_copula_statistics(zx, zy)[0]
     order = np.random.default_rng(seed).permutation(n)
-    blocks = whole_sample_blocks(n, total_dim, block_rows)
-    if blocks == 1:
-        own = ksg_estimates(zx, zy, (k,))[0]
-        reference = gaussian_reference_ksg(
-            corr, dim_x, n, seed, neighbours=(k,)
-        )[0]
-        excess = own - reference
-    else:
-        rows = n // blocks
-        pairs = np.array(
-            [
-                _part_ksg(zx, zy, index[:rows], corr, k, seed + 1 + i)
-                for i, index in enumerate(np.array_split(order, blocks))
-            ]
-        )
-        reference = float(np.mean(pairs[:, 1]))
-        excess = float(np.mean(pairs[:, 0] - pairs[:, 1]))
-    if blocks >= WHOLE_SAMPLE_PARTS:
-        parts = list(pairs[:, 0] - pairs[:, 1])
-    else:
-        parts = []
-        rows = n // WHOLE_SAMPLE_PARTS
-        if rows >= 50:
-            split = np.array_split(order, WHOLE_SAMPLE_PARTS)
-            for i, index in enumerate(split):
-                own, gauss = _part_ksg(
-                    zx, zy, index[:rows], corr, k, seed + 1 + i
-                )
-                parts.append(own - gauss)
+    queries = part_queries = None
+    if query_rows is not None and query_rows < n:
+        # The first rows of a random order are the random query rows.
+        zx, zy, queries = zx[order], zy[order], int(query_rows)
+        part_queries = max(queries // WHOLE_SAMPLE_PARTS, 1)
+    own = ksg_estimates(zx, zy, (k,), queries=queries)[0]
+    reference = gaussian_reference_ksg(
+        corr, dim_x, n, seed, neighbours=(k,), queries=queries
+    )[0]
+    excess = own - reference
+    parts = []
+    rows = n // WHOLE_SAMPLE_PARTS
+    if rows >= 50:
+        split = np.array_split(order, WHOLE_SAMPLE_PARTS)
+        if queries is not None:
+            # Rows of `zx` are in `order` now: parts of the new rows.
+            split = np.array_split(np.arange(n), WHOLE_SAMPLE_PARTS)
+        for i, index in enumerate(split):
+            index = index[:rows]
+            part = ksg_estimates(
+                copula_normal(zx[index]),
+                copula_normal(zy[index]),
+                (k,),
+                queries=part_queries,
+            )[0]
+            parts.append(
+                part
+                - gaussian_reference_ksg(
+                    corr,
+                    dim_x,
+                    rows,
+                    seed + 1 + i,
+                    neighbours=(k,),
+                    queries=part_queries,
+                )[0]
+            )
     spread = (
         float(np.std(parts, ddof=1) / np.sqrt(len(parts)))
         if parts

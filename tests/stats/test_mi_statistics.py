@@ -139,8 +139,9 @@ def test_max_norm_distances_equal_plain_numpy(shape):
     np.testing.assert_array_equal(got, expected)
 
 
-def _plain_ksg(x, y, neighbours):
-    """KSG from full float32 max-norm matrices and a partition."""
+def _plain_ksg(x, y, neighbours, queries=None):
+    """KSG from full float32 max-norm matrices and a partition (the terms
+    of the first `queries` rows only, if given)."""
     from scipy.special import digamma
 
     x32, y32 = x.astype(np.float32), y.astype(np.float32)
@@ -153,8 +154,8 @@ def _plain_ksg(x, y, neighbours):
     out = []
     for k in neighbours:
         radius = nearest[:, k - 1 : k]
-        count_x = np.sum(dx < radius, axis=1)
-        count_y = np.sum(dy < radius, axis=1)
+        count_x = np.sum(dx < radius, axis=1)[:queries]
+        count_y = np.sum(dy < radius, axis=1)[:queries]
         out.append(
             digamma(k)
             + digamma(n)
@@ -215,24 +216,29 @@ def test_whole_sample_estimate_and_its_budget():
     assert mi_statistics.whole_sample_estimate(big, big) is None
 
 
-def test_whole_sample_blocks_replace_the_whole_sample_above_their_size():
+@pytest.mark.parametrize("columns", [(2, 3), (1, 1)])
+def test_ksg_over_some_query_rows_counts_among_all_rows(columns):
+    rng = np.random.default_rng(10)
+    x = rng.normal(size=(300, columns[0]))
+    y = x[:, :1] + rng.normal(size=(300, columns[1]))
+    expected = _plain_ksg(x, y, (1, 3), queries=40)
+    got = mi_statistics.ksg_estimates(x, y, (1, 3), queries=40)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    tree = mi_statistics._ksg_tree(x, y, (1, 3), queries=40)
+    np.testing.assert_allclose(tree, expected, rtol=1e-6)
+    assert not np.allclose(got, _plain_ksg(x, y, (1, 3)), rtol=1e-3)
+
+
+def test_whole_sample_estimate_over_some_query_rows():
     rng = np.random.default_rng(6)
     x = rng.normal(size=(1200, 1))
     y = np.sin(3 * x) + 0.2 * rng.normal(size=(1200, 1))
     whole = mi_statistics.whole_sample_estimate(x, y)
-    # A block that holds the sample: the whole-sample rule itself.
-    assert mi_statistics.whole_sample_estimate(x, y, block_rows=1200) == whole
-    # Four blocks are the four parts the whole-sample spread comes from:
-    # the same spread, the value from the blocks.
-    assert mi_statistics.whole_sample_blocks(1200, 2, 300) == 4
-    blocks = mi_statistics.whole_sample_estimate(x, y, block_rows=300)
-    assert blocks[1] == whole[1]
-    assert blocks[0] != whole[0]
-    assert blocks[0] == pytest.approx(whole[0], abs=0.15)
-    assert mi_statistics.whole_sample_blocks(1200, 2, None) == 1
-    assert mi_statistics.whole_sample_blocks(5000, 2, 2048) == 3
-    # Every block within the dense budget (1,732 rows at d_x + d_y = 10).
-    assert mi_statistics.whole_sample_blocks(6000, 10, 2048) == 4
+    assert mi_statistics.whole_sample_estimate(x, y, query_rows=1200) == whole
+    some = mi_statistics.whole_sample_estimate(x, y, query_rows=400)
+    assert some[0] != whole[0]
+    assert some[0] == pytest.approx(whole[0], abs=0.15)
+    assert 0 < some[1] < 0.1
 
 
 def test_whole_sample_bias_allowance_grows_with_a_compressed_excess():
