@@ -90,38 +90,52 @@ def compare(actual, expected):
     return {"max_abs": absolute, "max_rel": relative, "passes_1e-5": passes}
 
 
+def _failed(label, name, error):
+    """A row for a case that raised: it fails, with the error kept."""
+    message = f"{type(error).__name__}: {error}"[:2000]
+    return {label: name, "passes_1e-5": False, "error": message}
+
+
 def golden_rows():
     rows = []
     for name in sorted(golden.load_cases()):
-        stored = golden.load_golden(name)
-        build_fn, _, _ = golden._get_case(name, None)
-        obj = golden._build(
-            name, build_fn, stored["inputs"], stored["call_kwargs"]
-        )
-        golden._set_weights(
-            obj, stored["weights"], stored["weight_paths"], name
-        )
-        out = golden._run(obj, stored["inputs"], stored["call_kwargs"])
-        rows.append({"case": name, **compare(out, stored["outputs"])})
+        try:
+            rows.append(_golden_row(name))
+        except Exception as error:  # noqa: BLE001 - kept in the result
+            rows.append(_failed("case", name, error))
     return rows
+
+
+def _golden_row(name):
+    stored = golden.load_golden(name)
+    build_fn, _, _ = golden._get_case(name, None)
+    obj = golden._build(name, build_fn, stored["inputs"], stored["call_kwargs"])
+    golden._set_weights(obj, stored["weights"], stored["weight_paths"], name)
+    out = golden._run(obj, stored["inputs"], stored["call_kwargs"])
+    return {"case": name, **compare(out, stored["outputs"])}
 
 
 def preset_rows():
     rows = []
     for name in zoo.list():
-        start = time.perf_counter()
-        model = zoo.load(name)
-        example = zoo.info(name)["example"]
-        out = model.predict_on_batch(registry.example_input(example))
-        rows.append(
-            {
-                "preset": name,
-                # One array, as test_registry compares it.
-                **compare(np.asarray(out), np.asarray(example["output"])),
-                "seconds": round(time.perf_counter() - start, 2),
-            }
-        )
+        try:
+            rows.append(_preset_row(name))
+        except Exception as error:  # noqa: BLE001 - kept in the result
+            rows.append(_failed("preset", name, error))
     return rows
+
+
+def _preset_row(name):
+    start = time.perf_counter()
+    model = zoo.load(name)
+    example = zoo.info(name)["example"]
+    out = model.predict_on_batch(registry.example_input(example))
+    return {
+        "preset": name,
+        # One array, as test_registry compares it.
+        **compare(np.asarray(out), np.asarray(example["output"])),
+        "seconds": round(time.perf_counter() - start, 2),
+    }
 
 
 def estimator_problems():
@@ -170,6 +184,13 @@ def main(argv=None):
         "--overwrite", action="store_true", help="replace a stored reference"
     )
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument(
+        "--groups",
+        nargs="+",
+        choices=GROUPS,
+        default=list(GROUPS),
+        help="which checks to run",
+    )
     args = parser.parse_args(argv)
     device = device_name()
     if args.write_reference:
@@ -192,13 +213,26 @@ def main(argv=None):
         "machine": platform.machine(),
         "tolerance": {"atol": ATOL, "rtol": RTOL},
     }
-    result["golden"] = golden_rows()
-    _report(result, "golden", "case")
-    result["presets"] = preset_rows()
-    _report(result, "presets", "preset")
+    if BACKEND == "jax":
+        import jax
+
+        result["jax_default_matmul_precision"] = str(
+            jax.config.jax_default_matmul_precision
+        )
+    result["complete"] = False
+    for group in args.groups:
+        result[group] = GROUPS[group]()
+        _report(result, group, LABELS[group])
+        _write(args.output, result)  # a partial result survives
+    result["complete"] = True
+    _write(args.output, result)
+    return result
+
+
+def estimator_rows():
     reference = json.loads(reference_path().read_text())["values"]
     values = estimator_values()
-    result["estimators"] = [
+    return [
         {
             "problem": name,
             "cpu": reference[name],
@@ -207,11 +241,20 @@ def main(argv=None):
         }
         for name in sorted(values)
     ]
-    _report(result, "estimators", "problem")
-    if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(result, indent=1) + "\n")
-    return result
+
+
+GROUPS = {
+    "golden": golden_rows,
+    "presets": preset_rows,
+    "estimators": estimator_rows,
+}
+LABELS = {"golden": "case", "presets": "preset", "estimators": "problem"}
+
+
+def _write(output, result):
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, indent=1) + "\n")
 
 
 def _report(result, key, label):

@@ -27,7 +27,10 @@ def _max_magnitude(x):
 
     A constant for autodiff (`stop_gradient`): it only rescales.
     """
-    largest = ops.max(ops.abs(x), axis=(1, 2), keepdims=True, initial=0.0)
+    # A zero row keeps empty sets at 0. (Keras's `max(initial=...)` on
+    # torch builds its initial value on the CPU: it fails on CUDA tensors.)
+    magnitude = ops.pad(ops.abs(x), ((0, 0), (0, 1), (0, 0)))
+    largest = ops.max(magnitude, axis=(1, 2), keepdims=True)
     largest = ops.where(
         ops.greater(largest, 0), largest, ops.ones_like(largest)
     )
