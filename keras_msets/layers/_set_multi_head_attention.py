@@ -18,8 +18,8 @@ from keras_msets.layers._feed_forward_block import writes_out
 # On the torch backend, plain matmul + softmax replaces the fused kernel
 # (`torch.nn.functional.scaled_dot_product_attention`) for these shapes:
 # - many queries over few keys (the elements attending to inducing
-#   points), on any device. Timed alone on one CPU thread (forward +
-#   backward, batch 8, 4 heads of 32;
+#   points): from 1,000 queries on the CPU, from 4,000 on a GPU. Timed
+#   alone on one CPU thread (forward + backward, batch 8, 4 heads of 32;
 #   benchmarks/attention_kernel_crossover.py, stored in
 #   benchmarks/results/attention_kernel_crossover_cpu.json), the fused
 #   kernel took 1.20x the plain product's time for 1,000 queries over 16
@@ -27,20 +27,27 @@ from keras_msets.layers._feed_forward_block import writes_out
 #   shapes, where it stays). Whole training steps of ISAB and the
 #   inducing-point MSAB were mixed (benchmarks/speed_vs_plain.py,
 #   `fused_train_ratio`).
-# - few queries over many keys (pooling seeds) on a GPU only, where the
-#   memory-efficient fused kernel's backward is far slower than the plain
-#   product (1 query over 10,000 keys in fp32: 42.7 ms against 2.4 ms, a
-#   profile quoted in the speed issue, not measured by this project). On
-#   the CPU the fused kernel took 1.15-1.57x the plain product alone, yet
+#   On one H200 GPU (same script, `--device cuda`, stored in
+#   benchmarks/results/gpu/attention_kernel_crossover_gpu.json) the fused
+#   kernel took 0.48x, 0.67x and 1.29x the plain product's time for 200,
+#   1,000 and 4,000 queries over 16 keys.
+# - few queries over many keys (pooling seeds, inducing points) on a GPU
+#   only: up to 16 queries over 4,000 keys or more. There the fused
+#   kernel (fp32, its backward) took 5.5x the plain product's time for 1
+#   and 4 queries over 10,000 keys and 2.5x for 16 over 4,000, but 0.86x
+#   for 1 query over 2,000 keys (the same GPU table; the switch lies
+#   between the sizes timed). On the CPU the fused kernel took 1.15-1.57x
+#   the plain product alone, yet
 #   the whole PMA step at 10,000 keys was slower with the plain product
 #   (benchmarks/speed_vs_plain.py, torch), so the fused kernel stays there.
 #   The blocks' own attention of few queries (`attend`) now takes
 #   `fold_keys` before any kernel (its keys are never projected); this
 #   rule remains for the key dims that `folds_keys` refuses.
-FEW_QUERIES = 4
-MANY_KEYS = 2000
 FEW_KEYS = 16
 MANY_QUERIES = 1000
+GPU_MANY_QUERIES = 4000
+GPU_FEW_QUERIES = 16
+GPU_MANY_KEYS = 4000
 
 # The logit of a masked key in the plain path: finite, as in
 # `keras.layers.Softmax` (float32).
@@ -65,8 +72,9 @@ def use_plain_kernel(num_queries, num_keys, backend=None, on_gpu=False):
     """Whether the attention of these sizes uses plain matmul + softmax.
 
     True only on the torch backend: for `num_keys <= FEW_KEYS` with
-    `num_queries >= MANY_QUERIES`, and, on a GPU (`on_gpu`), for
-    `num_queries <= FEW_QUERIES` over `num_keys >= MANY_KEYS`. Unknown
+    `num_queries >= MANY_QUERIES` (`GPU_MANY_QUERIES` on a GPU), and, on
+    a GPU (`on_gpu`), for `num_queries <= GPU_FEW_QUERIES` over
+    `num_keys >= GPU_MANY_KEYS`. Unknown
     sizes (None) keep the fused kernel. Elsewhere
     `keras.ops.dot_product_attention` is the backend's own kernel (XLA's
     on JAX, fused where a GPU has one).
@@ -74,9 +82,12 @@ def use_plain_kernel(num_queries, num_keys, backend=None, on_gpu=False):
     backend = backend or keras.backend.backend()
     if backend != "torch" or num_queries is None or num_keys is None:
         return False
-    if num_keys <= FEW_KEYS and num_queries >= MANY_QUERIES:
+    many_queries = GPU_MANY_QUERIES if on_gpu else MANY_QUERIES
+    if num_keys <= FEW_KEYS and num_queries >= many_queries:
         return True
-    return on_gpu and num_queries <= FEW_QUERIES and num_keys >= MANY_KEYS
+    return (
+        on_gpu and num_queries <= GPU_FEW_QUERIES and num_keys >= GPU_MANY_KEYS
+    )
 
 
 def _on_gpu(tensor):

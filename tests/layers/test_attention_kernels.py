@@ -160,9 +160,11 @@ def test_same_weight_paths_as_keras_multi_head_attention():
     "num_queries, num_keys, on_cpu, on_gpu",
     [
         (1, 10000, False, True),  # one pooling seed over many keys
-        (4, 2000, False, True),
-        (16, 10000, False, False),  # inducing points over many keys
-        (1000, 16, True, True),  # elements over 16 inducing points
+        (4, 4000, False, True),
+        (1, 2000, False, False),
+        (16, 10000, False, True),  # inducing points over many keys
+        (17, 10000, False, False),
+        (1000, 16, True, False),  # elements over 16 inducing points
         (4000, 8, True, True),
         (200, 8, False, False),
         (100, 16, False, False),
