@@ -86,7 +86,8 @@ def compare(actual, expected):
             relative = max(
                 relative, float((gap / np.maximum(1.0, np.abs(e))).max())
             )
-        passes &= bool(np.all(gap <= ATOL + RTOL * np.abs(e)))
+        within = gap <= ATOL + RTOL * np.abs(np.where(both_nan, 0.0, e))
+        passes &= bool(np.all(within))
     return {"max_abs": absolute, "max_rel": relative, "passes_1e-5": passes}
 
 
