@@ -7,6 +7,9 @@ import pytest
 
 from keras_msets.testing import load_script
 
+# numpy comparisons: the same on every backend.
+pytestmark = pytest.mark.backend_independent
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_agreement.py"
 
 
