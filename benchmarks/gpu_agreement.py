@@ -91,20 +91,20 @@ def compare(actual, expected):
     return {"max_abs": absolute, "max_rel": relative, "passes_1e-5": passes}
 
 
-def _failed(label, name, error):
-    """A row for a case that raised: it fails, with the error kept."""
-    message = f"{type(error).__name__}: {error}"[:2000]
-    return {label: name, "passes_1e-5": False, "error": message}
+def _rows(names, row, label):
+    """`row(name)` for each name; one that raises fails, its error kept."""
+    rows = []
+    for name in names:
+        try:
+            rows.append(row(name))
+        except Exception as error:  # noqa: BLE001 - kept in the result
+            message = f"{type(error).__name__}: {error}"[:2000]
+            rows.append({label: name, "passes_1e-5": False, "error": message})
+    return rows
 
 
 def golden_rows():
-    rows = []
-    for name in sorted(golden.load_cases()):
-        try:
-            rows.append(_golden_row(name))
-        except Exception as error:  # noqa: BLE001 - kept in the result
-            rows.append(_failed("case", name, error))
-    return rows
+    return _rows(sorted(golden.load_cases()), _golden_row, "case")
 
 
 def _golden_row(name):
@@ -117,13 +117,7 @@ def _golden_row(name):
 
 
 def preset_rows():
-    rows = []
-    for name in zoo.list():
-        try:
-            rows.append(_preset_row(name))
-        except Exception as error:  # noqa: BLE001 - kept in the result
-            rows.append(_failed("preset", name, error))
-    return rows
+    return _rows(zoo.list(), _preset_row, "preset")
 
 
 def _preset_row(name):
