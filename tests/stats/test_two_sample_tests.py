@@ -134,3 +134,86 @@ def test_classifier_p_value_is_fishers_exact_test():
 def test_bad_input_is_named(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def _mmd_full_matrix(x, y, num_permutations, seed):
+    """The MMD permutation test on the whole kernel matrix, with
+    `np.median` over all pairwise distances for the bandwidth."""
+    from scipy.spatial.distance import cdist
+    from scipy.spatial.distance import pdist
+
+    pooled = np.concatenate([x, y])
+    distances = pdist(pooled)
+    sigma = np.median(distances[distances > 0])
+    kernel = np.exp(-cdist(pooled, pooled, "sqeuclidean") / (2 * sigma**2))
+    np.fill_diagonal(kernel, 0.0)
+    n, m = len(x), len(y)
+    rng = np.random.default_rng(seed)
+    columns = [np.arange(n + m) < n]
+    for _ in range(num_permutations):
+        column = np.zeros(n + m, bool)
+        column[rng.permutation(n + m)[:n]] = True
+        columns.append(column)
+    statistics = []
+    for a in columns:
+        b = ~a
+        statistics.append(
+            kernel[a][:, a].sum() / (n * (n - 1))
+            + kernel[b][:, b].sum() / (m * (m - 1))
+            - 2 * kernel[a][:, b].sum() / (n * m)
+        )
+    exceed = sum(s >= statistics[0] - 1e-12 for s in statistics[1:])
+    return statistics[0], (1 + exceed) / (1 + num_permutations)
+
+
+@pytest.mark.parametrize(
+    "n, m, d, shift", [(40, 40, 8, 0.0), (30, 55, 3, 0.4), (60, 25, 1, 0.2)]
+)
+def test_mmd_in_row_blocks_matches_the_whole_matrix(
+    monkeypatch, n, m, d, shift
+):
+    # Blocks of a few rows and a bracketed median, as at large n.
+    monkeypatch.setattr(tests, "_BLOCK_ENTRIES", 4 * (n + m))
+    monkeypatch.setattr(tests, "_SUBSET_POINTS", 20)
+    rng = np.random.default_rng(n + m + d)
+    x = rng.normal(size=(n, d))
+    y = rng.standard_t(5, size=(m, d)) + shift
+    want = _mmd_full_matrix(x, y, num_permutations=50, seed=7)
+    got = tests.mmd_permutation_test(x, y, num_permutations=50, seed=7)
+    assert got.statistic == pytest.approx(want[0], rel=1e-12, abs=0)
+    assert got.p_value == want[1]
+
+
+def test_median_bandwidth_is_exact_when_the_bracket_misses(monkeypatch):
+    from scipy.spatial.distance import pdist
+
+    monkeypatch.setattr(tests, "_BLOCK_ENTRIES", 64)
+    monkeypatch.setattr(tests, "_SUBSET_POINTS", 6)
+    # A bracket far too narrow for a 6-point subset: widened until it holds.
+    monkeypatch.setattr(tests, "_BRACKET_HALF_WIDTH", 1e-3)
+    rng = np.random.default_rng(5)
+    for rows in (41, 42):  # odd and even numbers of positive distances
+        points = rng.exponential(size=(rows, 2))
+        points[:4] = points[4]  # coinciding rows: zero distances left out
+        distances = pdist(points)
+        want = np.median(distances[distances > 0])
+        assert tests.median_bandwidth(points) == pytest.approx(want, rel=1e-12)
+    assert tests.median_bandwidth(np.ones((30, 3))) == 1.0
+
+
+def test_mmd_never_holds_the_kernel_matrix(monkeypatch):
+    import tracemalloc
+
+    monkeypatch.setattr(tests, "_BLOCK_ENTRIES", 2**16)
+    monkeypatch.setattr(tests, "_SUBSET_POINTS", 500)
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(1500, 4)), rng.normal(size=(1500, 4)) + 0.1
+    tracemalloc.start()
+    try:
+        result = tests.mmd_permutation_test(x, y, num_permutations=20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # The 3,000 x 3,000 kernel matrix alone takes 72 MB.
+    assert peak < 3000**2 * 8 / 4
+    assert result.p_value == pytest.approx(1 / 21)
