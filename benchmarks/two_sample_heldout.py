@@ -2,12 +2,14 @@
 
 `same_distribution_probability` (the rows `statistics` of
 `benchmarks/estimator_benchmark.py`) on the nine two-sample problems,
-held-out seeds 2-4, at n = 50, 150 and 1,000; the MMD and classifier
-tests' records already in the cells are kept. `--refresh` first drops
-the stored `statistics` records of those seeds and sizes (after a change
-of what the preset serves); without it only missing records are
-computed. Writes the two-sample part of the summary (aggregate and rows)
-to `benchmarks/results/two_sample_statistics/heldout_summary.json` and
+held-out seeds 2-4, at n = 50, 150 and 1,000, and at n = 10,000 through
+`benchmarks/two_sample_large_n.py` (its record `n10000.json`); the MMD
+and classifier tests' records already stored are kept. `--refresh` first
+drops the stored `statistics` records of those seeds and sizes (after a
+change of what the preset serves); without it only missing records are
+computed. Writes the two-sample part of the summary (aggregate and rows;
+n = 10,000 in the aggregate and the decisions only) to
+`benchmarks/results/two_sample_statistics/heldout_summary.json` and
 prints, per n, the same pairs kept, the different pairs found and the
 same pairs called different:
 
@@ -25,6 +27,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import estimator_benchmark as bench  # noqa: E402
+import two_sample_large_n as large_n  # noqa: E402
 from estimator_bench import problems as problem_sets  # noqa: E402
 from estimator_bench import runner  # noqa: E402
 
@@ -85,6 +88,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=bench.SIZES)
     parser.add_argument("--refresh", action="store_true")
+    parser.add_argument(
+        "--no-large-n", action="store_true", help="leave n = 10,000 out"
+    )
     args = parser.parse_args(argv)
     bench._limit_threads(1)
     problems = problem_sets.two_sample_problems()
@@ -103,6 +109,24 @@ def main(argv=None):
         "decisions": decisions(problems, args.sizes, seeds, bench.ROOT),
         "rows": [r for r in rows if r["task"] == "two_sample"],
     }
+    if not args.no_large_n:
+        summary = large_n.main(["--refresh", NAME] if args.refresh else [])
+        # Every problem has all its seeds, so the mean over the nine
+        # problems is the accuracy over all decisions.
+        record["aggregate"][f"two_sample_n{large_n.N}"] = {
+            "cells": len(problems),
+            "mean_accuracy": {
+                name: {"mean": value["accuracy"]}
+                for name, value in summary.items()
+            },
+        }
+        ours = summary[NAME]
+        record["decisions"][str(large_n.N)] = {
+            "same_kept": ours["same_kept"],
+            "different_found": ours["different_found"],
+            "pairs_each": ours["rows"],
+            "same_called_different": ours["same_called_different"],
+        }
     OUT.write_text(json.dumps(record, indent=1) + "\n")
     for key, value in aggregate.items():
         accuracy = value["mean_accuracy"]

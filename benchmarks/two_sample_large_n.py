@@ -206,6 +206,7 @@ def main(argv=None):
                 )
     summary = _write(rows)
     print(json.dumps(summary, indent=1))
+    return summary
 
 
 if __name__ == "__main__":
