@@ -27,10 +27,12 @@ def _max_magnitude(x):
 
     A constant for autodiff (`stop_gradient`): it only rescales.
     """
-    # A zero row keeps empty sets at 0. (Keras's `max(initial=...)` on
-    # torch builds its initial value on the CPU: it fails on CUDA tensors.)
-    magnitude = ops.pad(ops.abs(x), ((0, 0), (0, 1), (0, 0)))
-    largest = ops.max(magnitude, axis=(1, 2), keepdims=True)
+    # A zero row keeps empty sets at 0 and a zero entry of the batch keeps
+    # the maximum defined for batch 0 (dropped after). Keras's
+    # `max(initial=...)` would do both, but on torch it builds its initial
+    # value on the CPU, which fails for CUDA tensors.
+    magnitude = ops.pad(ops.abs(x), ((0, 1), (0, 1), (0, 0)))
+    largest = ops.max(magnitude, axis=(1, 2), keepdims=True)[:-1]
     largest = ops.where(
         ops.greater(largest, 0), largest, ops.ones_like(largest)
     )
