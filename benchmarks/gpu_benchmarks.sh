@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1
     date -u +%Y-%m-%dT%H:%M:%SZ
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm \
         --format=csv
-    python3 -c "import jax, keras, torch; print('torch', torch.__version__, \
+    KERAS_BACKEND=jax python3 -c "import jax, keras, torch; print('torch', torch.__version__, \
 'jax', jax.__version__, 'keras', keras.__version__, 'jax devices', \
 jax.devices())"
 } > "$out/device.txt" 2>&1
