@@ -48,6 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import keras
+
 from keras_msets.training import card as card_lib
 from keras_msets.training import distribution
 from keras_msets.training import preset_io
@@ -301,6 +303,9 @@ class Recipe:
         with distribution.data_parallel(parallel) as scope:
             if scope is not None:
                 distribution.check_batch_size(budget["batch_size"], scope)
+            # The seed before the model: its layers draw their
+            # initializers' and dropout's seeds when they are created.
+            keras.utils.set_random_seed(budget["seed"])
             model = self.build_model(**model_options)
             if start is not None:
                 self._load_start(model, start)
