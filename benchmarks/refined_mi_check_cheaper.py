@@ -81,56 +81,15 @@ def compute(candidates, sizes, log=print):
 
 
 def evaluate(records, name, load, sizes):
-    out = {}
-    for n in sizes:
-        cells, seconds = [], []
-        for problem in problem_sets.mi_problems():
-            if not runner.cell_path(ROOT, problem, n).exists():
-                continue
-            cell = load(problem, n)
-            classical = runner.summarize_cell(
-                cell, held=runner.DEV_SEEDS, dev=runner.DEV_SEEDS
-            )["errors"]
-            best = min(
-                classical[k] for k in large_n.CLASSICAL if k in classical
-            )
-            errors, hits = [], []
-            for seed in runner.DEV_SEEDS:
-                preset = cell["seeds"][str(seed)]["refined"]
-                value, low, high = (preset[k] for k in ("value", "low", "high"))
-                rule = records[f"{name}/{problem.name}/{n}/{seed}"]
-                if (
-                    n >= check_bias.FROM_POINTS
-                    and rule is not None
-                    and np.isfinite(rule[1])
-                ):
-                    rule_value, sd, bias, cpu = rule
-                    seconds.append(cpu)
-                    if abs(value - rule_value) > check_bias.BAND * sd + bias:
-                        half = check_bias.Z * check_bias.SCALE * sd + bias
-                        value = max(rule_value, 0.0)
-                        low = max(rule_value - half, 0.0)
-                        high = max(rule_value + half, 0.0)
-                errors.append(abs(value - cell["truth"]))
-                hits.append(low <= cell["truth"] <= high)
-            ratio = np.mean(errors) / max(best, 1e-12)
-            cells.append((problem.name, np.mean(errors), best, ratio, hits))
-        out[str(n)] = {
-            **large_n.summarise_cells(cells),
-            "errors": [float(c[1]) for c in cells],
-            "hits": [int(h) for c in cells for h in c[4]],
-            "rule_cpu_seconds_max": float(max(seconds, default=0.0)),
-            "rule_cpu_seconds_mean": float(np.mean(seconds or [0.0])),
-        }
-    every = list(out.values())
-    out["all"] = {
-        "cells": sum(v["cells"] for v in every),
-        "wins": sum(v["wins"] for v in every),
-        "over_1_5": sum(v["over_1_5"] for v in every),
-        "mean_ours": float(np.mean([e for v in every for e in v["errors"]])),
-        "coverage": float(np.mean([h for v in every for h in v["hits"]])),
-    }
-    return out
+    def rule_for(problem, n, seed):
+        rule = records[f"{name}/{problem.name}/{n}/{seed}"]
+        if n < check_bias.FROM_POINTS or rule is None:
+            return None
+        if not np.isfinite(rule[1]):
+            return None
+        return tuple(rule)  # value, sd, bias, cpu seconds
+
+    return check_bias.evaluate_check(load, sizes, rule_for, timed=True)
 
 
 def main(argv=None):
