@@ -26,6 +26,11 @@ per-seed differences, mean errors, coverage of the 90 % intervals; the
 same totals from seeds 2-4 beside them. Files: `fresh_seeds.json`,
 `fresh_seeds.md` in the results folder.
 
+`--split development` runs and summarizes the same on seeds 30-49
+(30-39 at n = 10,000) into `development_seeds.json` / `.md`: a second
+development split, twenty seeds per cell where seeds 0-1 give two, for
+design choices that the fresh seeds then report once.
+
     KERAS_BACKEND=torch nice -n 10 python benchmarks/estimator_fresh_seeds.py \\
         --tasks kl two_sample &
     KERAS_BACKEND=torch nice -n 10 python benchmarks/estimator_fresh_seeds.py \\
@@ -46,23 +51,27 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import estimator_benchmark  # noqa: E402
 import refined_kl_benchmark  # noqa: E402
-import refined_mi_benchmark  # noqa: E402
 from estimator_bench import estimators as est  # noqa: E402
 from estimator_bench import problems as problem_sets  # noqa: E402
 from estimator_bench import runner  # noqa: E402
 
 ROOT = estimator_benchmark.ROOT
-FRESH_SEEDS = tuple(range(5, 25))
 LARGE_N = 10000
-FRESH_SEEDS_LARGE_N = tuple(range(5, 15))
+# split: (seeds, seeds at n = LARGE_N)
+SPLITS = {
+    "fresh": (tuple(range(5, 25)), tuple(range(5, 15))),
+    "development": (tuple(range(30, 50)), tuple(range(30, 40))),
+}
+FRESH_SEEDS, FRESH_SEEDS_LARGE_N = SPLITS["fresh"]
 SIZES = (50, 150, 1000, LARGE_N)
 TWO_SAMPLE_SIZES = (50, 150, 1000)
 PRESET = {"kl": "refined", "mi": "refined", "two_sample": "statistics"}
 PREFIX = {"kl": "knn", "mi": "ksg"}
 
 
-def fresh_seeds(n):
-    return FRESH_SEEDS_LARGE_N if n >= LARGE_N else FRESH_SEEDS
+def split_seeds(split, n):
+    seeds, large = SPLITS[split]
+    return large if n >= LARGE_N else seeds
 
 
 def best_config(cell):
@@ -98,13 +107,13 @@ def _cells(tasks, sizes, root):
             yield problem, n
 
 
-def run(tasks, sizes, root, log=print, max_seconds=None):
+def run(tasks, sizes, root, split="fresh", log=print, max_seconds=None):
     start = time.time()
     warm = set()
     for problem, n in _cells(tasks, sizes, root):
         cell = runner.load_cell(root, problem, n)
         names = needed(cell)
-        for seed in fresh_seeds(n):
+        for seed in split_seeds(split, n):
             if max_seconds and time.time() - start > max_seconds:
                 log(f"stopped after {max_seconds} s")
                 return
@@ -138,9 +147,7 @@ def _preset_errors(cell, seed):
         return None
     value, interval = record["value"], (record["low"], record["high"])
     if record.get("flagged"):
-        fallback = (
-            refined_kl_benchmark.FALLBACK if task == "kl" else "ksg_k3"
-        )
+        fallback = refined_kl_benchmark.FALLBACK if task == "kl" else "ksg_k3"
         value, interval = cell["seeds"][str(seed)][fallback]["value"], None
     hit = None
     if interval is not None:
@@ -168,9 +175,10 @@ def summarize_cell(cell, seeds):
             record = cell["seeds"].get(str(seed), {}).get(name)
             if record is None:
                 return None
-            errors.append(
-                np.inf if "error" in record else abs(record["value"] - cell["truth"])
-            )
+            if "error" in record:
+                errors.append(np.inf)
+            else:
+                errors.append(abs(record["value"] - cell["truth"]))
         per_seed[label] = np.array(errors)
     ours = [_preset_errors(cell, seed) for seed in seeds]
     if any(o is None for o in ours):
@@ -323,11 +331,7 @@ def _totals_lines(fresh, held):
             f"| {key.split('_n')[1]} | {t['cells']} | {t['decisions']} | "
             f"{t['mmd']:.3f} | {t['c2st']:.3f} | "
             f"{t[PRESET['two_sample']]:.3f} | "
-            + (
-                f"{h['mmd']:.3f} / {h[PRESET['two_sample']]:.3f}"
-                if h
-                else "-"
-            )
+            + (f"{h['mmd']:.3f} / {h[PRESET['two_sample']]:.3f}" if h else "-")
             + " |"
         )
     return lines
@@ -355,11 +359,15 @@ def _cells_lines(rows):
     return lines
 
 
-def write_summary(root):
-    rows, fresh = summarize(root, fresh_seeds)
+def write_summary(root, split="fresh"):
+    rows, fresh = summarize(root, lambda n: split_seeds(split, n))
     _, held = summarize(root, lambda n: runner.HELD_OUT_SEEDS)
-    with open(root / "fresh_seeds.json", "w", encoding="utf-8") as file:
-        json.dump({"rows": rows, "totals": fresh, "seeds_2_4": held}, file, indent=1)
+    name = {"fresh": "fresh_seeds", "development": "development_seeds"}[split]
+    seeds, large = SPLITS[split]
+    with open(root / f"{name}.json", "w", encoding="utf-8") as file:
+        json.dump(
+            {"rows": rows, "totals": fresh, "seeds_2_4": held}, file, indent=1
+        )
     worse = [
         f"- {r['task']} {r['problem']} at n = {r['n']}: {r['ratio']:.2f}x "
         f"({r['ours']:.3f} against {r['best']} {r['classical'][r['best']]:.3f})"
@@ -367,12 +375,20 @@ def write_summary(root):
         if r["task"] != "two_sample" and r["ratio"] > 1.5
     ]
     text = [
-        "# The default estimators on fresh seeds",
+        f"# The default estimators on the {split} seeds",
         "",
-        "Seeds 5-24 (5-14 at n = 10,000), read by no design choice; best "
-        "classical = the best of k = 1, k = 3, the best k chosen on seeds "
-        "0-1 and the Gaussian plug-in, per cell, on these seeds. Command: "
-        "`KERAS_BACKEND=torch python benchmarks/estimator_fresh_seeds.py`.",
+        f"Seeds {seeds[0]}-{seeds[-1]} ({large[0]}-{large[-1]} at n = "
+        "10,000)"
+        + (
+            ", read by no design choice"
+            if split == "fresh"
+            else ", a development split for design choices"
+        )
+        + "; best classical = the best of k = 1, k = 3, the best k chosen "
+        "on seeds 0-1 and the Gaussian plug-in, per cell, on these seeds. "
+        "Command: "
+        "`KERAS_BACKEND=torch python benchmarks/estimator_fresh_seeds.py "
+        f"--split {split}`.",
         "",
         *_totals_lines(fresh, held),
         "",
@@ -385,7 +401,7 @@ def write_summary(root):
         *_cells_lines(rows),
         "",
     ]
-    (root / "fresh_seeds.md").write_text("\n".join(text), encoding="utf-8")
+    (root / f"{name}.md").write_text("\n".join(text), encoding="utf-8")
     print("\n".join(text[: 8 + len(fresh) + 6]))
 
 
@@ -398,6 +414,13 @@ def main(argv=None):
         default=("kl", "mi", "two_sample"),
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    parser.add_argument(
+        "--split",
+        choices=tuple(SPLITS),
+        default="fresh",
+        help="fresh: seeds 5-24, the report; development: seeds 30-49, "
+        "for design choices",
+    )
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument("--max-seconds", type=float, default=None)
     parser.add_argument(
@@ -411,10 +434,11 @@ def main(argv=None):
             args.tasks,
             args.sizes,
             args.results,
+            split=args.split,
             log=lambda text: print(text, flush=True),
             max_seconds=args.max_seconds,
         )
-    write_summary(args.results)
+    write_summary(args.results, args.split)
 
 
 if __name__ == "__main__":
