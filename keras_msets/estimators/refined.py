@@ -21,7 +21,14 @@ its `serves` record names:
   (the interval widened to hold it if needed); with `"scale_feature":
   other, "scale_power": p` the bound is `value * exp(p * other)` (`p =
   -0.5` on `log_n`: a bound that shrinks as `1 / sqrt(n)`, the spread
-  of most statistics), `apply_base_gate`.
+  of most statistics), `apply_base_gate`;
+- optionally `correction_shrink`, `{"below_points": m0, "power": a}`:
+  for pairs whose smaller set has `m < m0` rows the model's correction
+  of the base is scaled by `s = (m / m0) ** a` (every quantile moved by
+  `-(1 - s)` times the median's correction, so the estimate is
+  `s * model + (1 - s) * base` and the interval keeps its width),
+  `apply_correction_shrink`: at small n the model's correction is
+  noisier than the base's error.
 
 `statistics_estimates(estimator, preset, x, y, ...)` checks the pairs,
 computes the statistics, runs the model once for all pairs and returns
@@ -342,6 +349,14 @@ def statistics_estimates(
         serves["target"],
         (estimate, low_q, high_q),
     )
+    estimate, low_q, high_q = apply_correction_shrink(
+        serves.get("correction_shrink"),
+        x_sets,
+        y_sets,
+        base,
+        serves["target"],
+        (estimate, low_q, high_q),
+    )
     flagged = [i for i, r in enumerate(outside) if r]
     if flagged:
         _handle_outside(
@@ -402,6 +417,32 @@ def apply_base_gate(gate, features, names, base, target, answers):
         np.where(quiet, np.minimum(low_q, plain), low_q),
         np.where(quiet, np.maximum(high_q, plain), high_q),
     )
+
+
+def apply_correction_shrink(shrink, x_sets, y_sets, base, target, answers):
+    """`answers` (estimate, low, high: arrays `[pairs]`) with the model's
+    correction of the base scaled by `s = (m / below_points) ** power`
+    for the pairs whose smaller set has `m < below_points` rows (module
+    docstring); unchanged where `shrink` is None, elsewhere, and where
+    the base is not finite."""
+    if shrink is None:
+        return answers
+    estimate, low_q, high_q = answers
+    plain = estimates_from_quantiles(
+        np.zeros((base.shape[0], 1)), base, target
+    )[:, 0]
+    rows = np.array(
+        [
+            min(a.shape[0], b.shape[0])
+            for a, b in zip(x_sets, y_sets, strict=True)
+        ],
+        dtype=np.float64,
+    )
+    scale = np.minimum(
+        1.0, (rows / float(shrink["below_points"])) ** float(shrink["power"])
+    )
+    shift = np.where(np.isfinite(plain), (1.0 - scale) * (estimate - plain), 0)
+    return estimate - shift, low_q - shift, high_q - shift
 
 
 def _handle_outside(

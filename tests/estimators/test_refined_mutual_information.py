@@ -230,3 +230,51 @@ def test_the_rules_bias_allowance_widens_its_band_and_interval(monkeypatch):
     assert (estimate[1], low[1], high[1]) == pytest.approx(
         (1.0, 1.0 - half, 1.0 + half), rel=1e-6
     )
+
+
+def test_the_correction_shrink_scales_only_small_pairs_corrections():
+    from keras_msets.estimators.refined import apply_correction_shrink
+
+    shrink = {"below_points": 400, "power": 0.5}
+    sets = [np.zeros((n, 1)) for n in (100, 400, 1000, 100)]
+    base = np.array([0.2, 0.2, 0.2, np.nan])
+    answers = tuple(np.array([1.0, 1.0, 1.0, 1.0]) + d for d in (0, -0.3, 0.5))
+    estimate, low, high = apply_correction_shrink(
+        shrink, sets, sets, base, "log1p", answers
+    )
+    # (100 / 400) ** 0.5 = 0.5: halfway between the base and the model.
+    assert estimate[0] == pytest.approx(0.6)
+    assert (low[0], high[0]) == pytest.approx((0.3, 1.1))
+    # From `below_points` rows on, and where the base is not finite: as is.
+    np.testing.assert_array_equal(estimate[1:], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(high[1:], [1.5, 1.5, 1.5])
+    unchanged = apply_correction_shrink(
+        None, sets, sets, base, "log1p", answers
+    )
+    assert unchanged is answers
+
+
+def test_the_estimator_shrinks_the_models_correction_below_its_size(
+    monkeypatch,
+):
+    from keras_msets.estimators import refined
+
+    serves = _serves()
+    shrink = serves["correction_shrink"]
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(60, 1))
+    y = x**2 + 0.3 * rng.normal(size=(60, 1))
+    shrunk = estimators.mutual_information(x, y, interval=0.9)
+    monkeypatch.setattr(
+        refined, "apply_correction_shrink", lambda *args: args[-1]
+    )
+    model = estimators.mutual_information(x, y, interval=0.9)
+    base = max(_statistics(x, y)[serves["base_feature"]], 0.0)
+    scale = (60 / shrink["below_points"]) ** shrink["power"]
+    assert model.value > base + 0.2  # the model's correction is large here
+    assert shrunk.value == pytest.approx(
+        base + scale * (model.value - base), rel=1e-6
+    )
+    assert shrunk.high - shrunk.low == pytest.approx(
+        model.high - model.low, rel=1e-6
+    )
