@@ -65,8 +65,9 @@ def _warm_up():
             )
 
 
-def drop_records(root):
-    """Deletes every cached `refined` record (after the preset changed)."""
+def drop_records(root, seeds):
+    """Deletes the cached `refined` records of `seeds` (after the preset
+    changed); those of other seeds (`estimator_fresh_seeds.py`) stay."""
     import fcntl
     import tempfile
 
@@ -78,8 +79,8 @@ def drop_records(root):
             fcntl.flock(lock, fcntl.LOCK_EX)
             with open(path, encoding="utf-8") as f:
                 cell = json.load(f)
-            for records in cell["seeds"].values():
-                records.pop(NAME, None)
+            for seed in seeds:
+                cell["seeds"].get(str(seed), {}).pop(NAME, None)
             temporary = path.with_suffix(".tmp")
             with open(temporary, "w", encoding="utf-8") as f:
                 json.dump(cell, f, indent=1, sort_keys=True)
@@ -458,7 +459,8 @@ def main(argv=None):
     parser.add_argument(
         "--recompute",
         action="store_true",
-        help="delete the cached refined records first (a new preset)",
+        help="delete the cached refined records of the seeds run first "
+        "(a new preset)",
     )
     parser.add_argument("--speed", action="store_true")
     parser.add_argument(
@@ -483,7 +485,7 @@ def main(argv=None):
     if not args.report and set(seeds) & set(runner.HELD_OUT_SEEDS):
         parser.error("the held-out seeds 2-4 are run only with --report")
     if args.recompute:
-        drop_records(args.results)
+        drop_records(args.results, seeds)
     if not args.summary_only:
         run(args.results, args.sizes, seeds)
         run_mst_dev(args.results, args.mst_dev_sizes)
