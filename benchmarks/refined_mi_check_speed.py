@@ -9,7 +9,8 @@ pair `y = A x + noise` with `d_x`, `d_y` given as `--pairs` (`A` the
 over `--repeats` calls (one call from `--single-from` rows on) of the
 wall-clock and the CPU time of the process. Each row also records whether
 the rule is within its cost budget (`whole_sample_affordable`) and the CPU
-time of the rule alone (`whole_sample_estimate`, one call). Rows already
+time of the rule alone (`whole_sample_estimate` with the arguments the
+preset serves, one call). Rows already
 in the output file for the same backend are kept and not re-measured.
 Into `results/estimator_benchmark/refined_mi_check_speed_<backend>.json`.
 
@@ -94,6 +95,9 @@ def main(argv=None):
     done = {(r["dim_x"], r["dim_y"], r["n"]) for r in out["rows"]}
     out.setdefault("load", os.getloadavg())
     installed = pathlib.Path(zoo.info(PRESET)["path"])
+    # The rule alone as the preset serves it (k, bias allowance, rows).
+    arguments = zoo.info(PRESET)["serves"]["whole_sample_check"]["arguments"]
+    out["rule_arguments"] = arguments
     with tempfile.TemporaryDirectory() as tmp:
         plain = without_check(installed, pathlib.Path(tmp) / PRESET)
         for pair in args.pairs:
@@ -115,7 +119,7 @@ def main(argv=None):
                     ),
                 }
                 start = time.process_time()
-                mi_statistics.whole_sample_estimate(x, y, k=3)
+                mi_statistics.whole_sample_estimate(x, y, **arguments)
                 row["rule_cpu_seconds"] = time.process_time() - start
                 for label, model in (("check", PRESET), ("plain", plain)):
                     call = functools.partial(
