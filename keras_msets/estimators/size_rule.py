@@ -11,6 +11,13 @@ deviation `sd`: the estimate is the value floored at 0, the interval
 `value +- z s sd` floored at 0 (`z` the standard normal quantile of
 `(1 + level) / 2`). `keras_msets.estimators.refined` does not compute
 the model's statistics for these pairs.
+
+Optional `"large_arguments"` and `"large_interval_scale"` replace
+`arguments` and `interval_scale` for the pairs the rule answers whose
+smaller set has at least `a` rows (from `b` rows up, or a larger set of
+more than `c` rows), so that small and large sets can use different
+parameters; without them every pair uses `arguments` and
+`interval_scale`.
 """
 
 import importlib
@@ -30,6 +37,20 @@ def size_ruled(rule, x, y):
     )
 
 
+def rule_parameters(rule, x, y):
+    """The arguments and interval scale of `rule` for the pair `x`, `y`:
+    `large_arguments` / `large_interval_scale` (where present) if the
+    smaller set has at least `below_points` rows, else `arguments` /
+    `interval_scale`."""
+    large = min(x.shape[0], y.shape[0]) >= int(rule["below_points"])
+    arguments = rule["arguments"]
+    scale = rule["interval_scale"]
+    if large:
+        arguments = rule.get("large_arguments", arguments)
+        scale = rule.get("large_interval_scale", scale)
+    return arguments, float(scale)
+
+
 def apply_size_rule(rule, x_sets, y_sets, rows, answers, level):
     """Writes the answers of `rule` into `answers` (estimate, low, high:
     arrays `[pairs]`, in place) for the pairs of `rows` that it answers
@@ -38,12 +59,14 @@ def apply_size_rule(rule, x_sets, y_sets, rows, answers, level):
         return
     module, name = rule["function"].rsplit(".", 1)
     function = getattr(importlib.import_module(module), name)
-    half = NormalDist().inv_cdf((1 + level) / 2) * float(rule["interval_scale"])
+    z = NormalDist().inv_cdf((1 + level) / 2)
     estimate, low_q, high_q = answers
     for i in rows:
         if not size_ruled(rule, x_sets[i], y_sets[i]):
             continue
-        value, sd = function(x_sets[i], y_sets[i], **rule["arguments"])
+        arguments, scale = rule_parameters(rule, x_sets[i], y_sets[i])
+        half = z * scale
+        value, sd = function(x_sets[i], y_sets[i], **arguments)
         estimate[i] = max(value, 0.0)
         low_q[i] = max(value - half * sd, 0.0)
         high_q[i] = max(value + half * sd, 0.0)

@@ -183,6 +183,7 @@ def test_a_gate_bound_scaled_by_another_statistic():
     ],
 )
 def test_the_size_rule_answers_small_and_large_sets(n, m, ruled):
+    from keras_msets.estimators.size_rule import rule_parameters
     from keras_msets.estimators.size_rule import size_ruled
     from keras_msets.stats import kl_excess
 
@@ -190,8 +191,9 @@ def test_the_size_rule_answers_small_and_large_sets(n, m, ruled):
     x, y, _ = _shifted_pair(n, m, 1, 1.0, seed=8)
     assert size_ruled(rule, x, y) == ruled
     estimate = _kl(x, y, interval=0.9)
-    value, sd = kl_excess.excess_estimate(x, y, **rule["arguments"])
-    half = 1.6448536 * rule["interval_scale"] * sd
+    arguments, scale = rule_parameters(rule, x, y)
+    value, sd = kl_excess.excess_estimate(x, y, **arguments)
+    half = 1.6448536 * scale * sd
     want = (max(value, 0), max(value - half, 0), value + half)
     if ruled:
         np.testing.assert_allclose(estimate[:3], want, rtol=1e-6)
@@ -210,3 +212,39 @@ def test_size_rule_bounds():
     ]
     assert found == [True, False, True, False, True]
     assert not size_ruled(None, np.zeros((50, 1)), np.zeros((50, 1)))
+
+
+def test_large_arguments_answer_only_pairs_from_below_points():
+    from keras_msets.estimators.size_rule import apply_size_rule
+    from keras_msets.stats import kl_excess
+
+    small = {"k": 3, "draws": 2, "threshold": 0.0}
+    large = {"k": 5, "draws": 3, "threshold": 0.0}
+    rule = {
+        "function": "keras_msets.stats.kl_excess.excess_estimate",
+        "arguments": small,
+        "below_points": 40,
+        "from_points": 40,
+        "above_points": 100,
+        "interval_scale": 1.0,
+    }
+    pairs = [_shifted_pair(n, n, 2, 0.5, seed=n)[:2] for n in (30, 50)]
+    x_sets, y_sets = [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def answers(rule):
+        out = (np.zeros(2), np.zeros(2), np.zeros(2))
+        apply_size_rule(rule, x_sets, y_sets, [0, 1], out, 0.9)
+        return out
+
+    # Without the optional fields every pair uses `arguments`.
+    old = answers(rule)
+    new = answers(
+        {**rule, "large_arguments": large, "large_interval_scale": 2.0}
+    )
+    for i, arguments, scale in ((0, small, 1.0), (1, large, 2.0)):
+        value, sd = kl_excess.excess_estimate(x_sets[i], y_sets[i], **arguments)
+        half = 1.6448536 * scale * sd
+        want = (max(value, 0), max(value - half, 0), value + half)
+        np.testing.assert_allclose([a[i] for a in new], want, rtol=1e-6)
+    np.testing.assert_array_equal([a[0] for a in old], [a[0] for a in new])
+    assert old[2][1] != pytest.approx(new[2][1])
