@@ -31,10 +31,11 @@ answered by the benchmark's fallback (k-NN, k = 1, no interval) as in
 Choice rule, per region (fixed before any score was read): the most
 wins, then the fewest cells > 1.5x, then the lowest mean error, over
 (k, draws, threshold); its interval scale is the one of `SCALES` whose
-coverage over the region is closest to 0.9. The choice replaces the
-earlier rule (`EARLIER`: k = 20, 3 draws, threshold 1.5, scale 1.0,
-chosen on seeds 0-1) in a region only where it ranks strictly above it
-by the same key. The preset as served now is scored beside both.
+coverage over the region is closest to 0.9 (the smaller one on a tie).
+The choice replaces the earlier rule (`EARLIER`: k = 20, 3 draws,
+threshold 1.5, scale 1.0, chosen on seeds 0-1) in a region only where
+it ranks strictly above it by the same key. The preset as served now
+is scored beside both.
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/refined_kl_rule_wide.py
 
@@ -256,7 +257,10 @@ def choose(region_cells, cache):
             scale: score(region_cells, cache, k, draws, threshold, scale)
             for scale in SCALES
         }
-        scale = min(SCALES, key=lambda s: abs(by_scale[s]["coverage"] - 0.9))
+        scale = min(
+            SCALES,
+            key=lambda s: (round(abs(by_scale[s]["coverage"] - 0.9), 9), s),
+        )
         rows.append(
             {
                 "k": k,
