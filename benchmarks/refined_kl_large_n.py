@@ -272,20 +272,31 @@ def _label(where):
 
 def served_rule(rows, cache, rule):
     """Where `serves["size_rule"]` `rule` answers the development pairs
-    (a boolean per row) and its values and spreads there, from the cached
-    terms computed as served (blocks of `whole_points(d)` rows)."""
+    (a boolean per row), its values and spreads there, from the cached
+    terms computed as served (blocks of `whole_points(d)` rows), and which
+    rows take its small-set parameters (`size_rule.rule_parameters`: the
+    rest take `large_arguments` where the rule has them)."""
     n = rows["n"]
-    region = (n < rule["below_points"]) | (n >= rule["from_points"])
-    arguments = rule["arguments"]
-    values, sds = rule_answers(
-        rows,
-        cache,
-        arguments["k"],
-        arguments["draws"],
-        arguments["threshold"],
-        mode="blocked",
-    )
-    return region, values, sds
+    small = n < rule["below_points"]
+    region = small | (n >= rule["from_points"])
+    answers = []
+    for arguments in (
+        rule["arguments"],
+        rule.get("large_arguments", rule["arguments"]),
+    ):
+        answers.append(
+            rule_answers(
+                rows,
+                cache,
+                arguments["k"],
+                arguments["draws"],
+                arguments["threshold"],
+                mode="blocked",
+            )
+        )
+    values = np.where(small, answers[0][0], answers[1][0])
+    sds = np.where(small, answers[0][1], answers[1][1])
+    return region, values, sds, small
 
 
 def served(rows, cache, model, score, rule):
@@ -293,8 +304,13 @@ def served(rows, cache, model, score, rule):
     low, high) where `serves["size_rule"]` `rule` does not answer, the
     rule from the cached terms (`k` among `NEIGHBOURS`; the blocked terms
     where the sets are cut into blocks) where it does."""
-    region, values, sds = served_rule(rows, cache, rule)
-    q = rule_quantiles(values, sds, rule["interval_scale"])
+    region, values, sds, small = served_rule(rows, cache, rule)
+    large_scale = rule.get("large_interval_scale", rule["interval_scale"])
+    q = np.where(
+        small[:, None],
+        rule_quantiles(values, sds, rule["interval_scale"]),
+        rule_quantiles(values, sds, large_scale),
+    )
     mixed = [
         np.where(region, a, b)
         for a, b in zip((q[:, 4], q[:, 0], q[:, -1]), model, strict=True)
@@ -309,7 +325,8 @@ def interval_scales(rows, cache, model, score, rule):
     `draws - 1` degrees of freedom (the scale `t / z`)."""
     from scipy import stats
 
-    region, values, sds = served_rule(rows, cache, rule)
+    # One scale for both regions here (the small-set rule's draws).
+    region, values, sds, _ = served_rule(rows, cache, rule)
     arguments = rule["arguments"]
     student = stats.t.ppf(0.95, arguments["draws"] - 1) / Z90
     out = {"size_rule": rule, "student_scale": float(student), "rows": []}
