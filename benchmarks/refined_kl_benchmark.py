@@ -528,6 +528,12 @@ def main(argv=None):
     )
     parser.add_argument("--speed", action="store_true")
     parser.add_argument(
+        "--speed-output",
+        type=pathlib.Path,
+        default=None,
+        help="--speed writes here (default: refined_kl_speed_<backend>.json)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="the steps of one call at n = 1,000 (d = 1, 5, 16)",
@@ -550,7 +556,7 @@ def main(argv=None):
     parser.add_argument("--results", type=pathlib.Path, default=ROOT)
     args = parser.parse_args(argv)
     if args.speed:
-        speed(args.results)
+        speed(args.results, output=args.speed_output)
         return
     if args.profile:
         profile(args.results)
