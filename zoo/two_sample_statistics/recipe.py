@@ -3,6 +3,7 @@
 KERAS_BACKEND=torch python zoo/two_sample_statistics/recipe.py --help
 """
 
+import json
 from pathlib import Path
 
 from keras_msets.models import QuantileRegressor
@@ -19,6 +20,32 @@ from keras_msets.training.tasks.two_sample_statistics import (
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks/results"
 HELD_OUT = RESULTS / "two_sample_statistics/heldout_summary.json"
 SIZE_OFFSET = RESULTS / "two_sample_statistics/design_size_offset.json"
+FRESH = RESULTS / "estimator_benchmark/fresh_seeds.json"
+
+
+def fresh_seeds_text():
+    """The accuracy on the estimator benchmark's fresh seeds 5-24
+    (`benchmarks/estimator_fresh_seeds.py`), beside the tests'."""
+    if not FRESH.is_file():
+        return "(The fresh seeds of the estimator benchmark were not run.)"
+    totals = json.loads(FRESH.read_text(encoding="utf-8"))["totals"]
+    lines = [
+        "On twenty fresh seeds per problem (seeds 5-24 of the same nine "
+        "problems, a same and a different pair each; `KERAS_BACKEND=torch python "
+        "benchmarks/estimator_fresh_seeds.py --tasks two_sample`):",
+        "",
+        "| n | decisions | MMD test | C2ST | this preset |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for n in (50, 150, 1000):
+        t = totals.get(f"two_sample_n{n}")
+        if t is not None:
+            lines.append(
+                f"| {n:,} | {t['decisions']} | {t['mmd']:.3f} | "
+                f"{t['c2st']:.3f} | {t['statistics']:.3f} |"
+            )
+    return "\n".join(lines)
+
 
 SERVES = {
     "estimator": "same_distribution_probability",
@@ -49,6 +76,8 @@ RECIPE = Recipe(
         SERVES,
         results_text=lambda: (
             benchmark_table(HELD_OUT)
+            + "\n\n"
+            + fresh_seeds_text()
             + "\n\n"
             + served_reliability_text(SIZE_OFFSET)
         ),
