@@ -31,8 +31,8 @@ def fresh_seeds_text():
     totals = json.loads(FRESH.read_text(encoding="utf-8"))["totals"]
     lines = [
         "On twenty fresh seeds per problem (seeds 5-24 of the same nine "
-        "problems, a same and a different pair each; `KERAS_BACKEND=torch python "
-        "benchmarks/estimator_fresh_seeds.py --tasks two_sample`):",
+        "problems, a same and a different pair each; `KERAS_BACKEND=torch "
+        "python benchmarks/estimator_fresh_seeds.py --tasks two_sample`):",
         "",
         "| n | decisions | MMD test | C2ST | this preset |",
         "|---:|---:|---:|---:|---:|",
