@@ -6,7 +6,9 @@ recipe's declaration, and a recipe run writes it. A change of that
 declaration alone does not need new weights: `update_serves(recipe,
 folder)` (`python zoo/<name>/recipe.py --serves-only`, `keras-msets zoo
 train NAME --serves-only`) writes the recipe's current `serves` into the
-metadata of an existing preset folder and renders its card again from
+metadata of an existing preset folder (keeping what the stored serves
+derived from the training rows, such as a statistics preset's
+`feature_ranges`: `Task.serves_update`) and renders its card again from
 the stored metrics, and leaves `config.json` and `model.weights.h5`
 byte-identical (checked against their recorded sha256 before and after).
 It refuses a folder without weights, a stored model whose architecture
@@ -122,7 +124,8 @@ def update_serves(recipe, folder, inside_presets, overwrite=False):
     model = recipe.build_model()
     _check_architecture(recipe, model, folder)
     recipe._load_start(model, folder)
-    serves = recipe.task.serves()
+    old = metadata.get("serves") or {}
+    serves = recipe.task.serves_update(old)
     if serves is None:
         raise ValueError(
             f"Recipe {recipe.name!r} declares no `serves`: only estimator "
@@ -130,7 +133,6 @@ def update_serves(recipe, folder, inside_presets, overwrite=False):
             f"output_dir={str(folder)!r}"
         )
     serves = preset_io.check_serves(serves, recipe.name)
-    old = metadata.get("serves") or {}
     _check_reading(old, serves, folder)
     metadata["task"] = metadata.get("task") or serves["estimator"]
     metadata["serves"] = serves

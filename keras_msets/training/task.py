@@ -179,6 +179,11 @@ class Task:
         """
         return None
 
+    def serves_update(self, stored):
+        """The `serves` record a serves update writes over `stored` (the
+        preset's current one); by default `serves()`."""
+        return self.serves()
+
     def data_description(self, budget):
         """One line: what the preset was trained and measured on."""
         return self.name or type(self).__name__

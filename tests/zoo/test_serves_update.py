@@ -130,3 +130,27 @@ def test_serves_update_accepts_a_config_saved_before_a_new_argument(tmp_path):
         folder
     )
     assert preset_io.read_metadata(folder)["serves"]["whole_sample_check"]
+
+
+def test_serves_update_keeps_the_stored_feature_ranges(tmp_path, monkeypatch):
+    # The preset's own recipe: its statistics task completes `serves`
+    # with the feature ranges of the training rows. A serves update keeps
+    # the stored ones and never computes the training statistics.
+    folder = _copy(tmp_path)
+    recipe = dataclasses.replace(
+        load_script(folder / "recipe.py", name="test_serves_recipe").RECIPE,
+        source=None,
+    )
+
+    def no_rows(split):
+        raise AssertionError(f"computed the {split!r} statistics")
+
+    monkeypatch.setattr(recipe.task, "_rows", no_rows)
+    stored = preset_io.read_metadata(folder)["serves"]
+    stored["feature_ranges"][0] = [-1.0, 1.0]
+    update = recipe.task.serves_update(stored)
+    assert update["feature_ranges"] == stored["feature_ranges"]
+    assert update["base_gate"] == recipe.task._serves["base_gate"]
+    assert update["features"] == stored["features"]
+    with pytest.raises(AssertionError, match="'train' statistics"):
+        recipe.task.serves()

@@ -238,17 +238,30 @@ class StatisticsRegressionTask(Task):
         if self._serves is None:
             return None
         features, _, _ = self._rows("train")
+        return self._complete(
+            [
+                [float(low), float(high)]
+                for low, high in zip(
+                    features.min(axis=0), features.max(axis=0), strict=True
+                )
+            ]
+        )
+
+    def serves_update(self, stored):
+        """`serves()` with the stored `feature_ranges`: they describe the
+        rows the weights were trained on, so a serves update keeps them
+        and does not compute the training statistics again."""
+        if self._serves is None or "feature_ranges" not in stored:
+            return self.serves()
+        return self._complete(stored["feature_ranges"])
+
+    def _complete(self, feature_ranges):
         return {
             **self._serves,
             "features": list(self.feature_names),
             "quantiles": list(self.quantiles),
             "target": self.target,
-            "feature_ranges": [
-                [float(low), float(high)]
-                for low, high in zip(
-                    features.min(axis=0), features.max(axis=0), strict=True
-                )
-            ],
+            "feature_ranges": feature_ranges,
         }
 
     def data_description(self, budget):
