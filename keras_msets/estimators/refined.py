@@ -28,7 +28,16 @@ its `serves` record names:
   `-(1 - s)` times the median's correction, so the estimate is
   `s * model + (1 - s) * base` and the interval keeps its width),
   `apply_correction_shrink`: at small n the model's correction is
-  noisier than the base's error.
+  noisier than the base's error;
+- optionally `base_ceiling`, `{"above": c}`: where the base is above `c`
+  (in the estimator's unit, nats) the estimate is the base itself, the
+  interval widened to hold it, whatever the model, a size rule or a
+  whole-sample check answered (`apply_base_ceiling`); pairs outside the
+  training ranges answered by the classical estimator
+  (`out_of_distribution="fallback"`) get the base instead where it is
+  above `c`: the k-NN / KSG estimates saturate far below such values,
+  and the model was trained on few of them (with `"warn"` they keep the
+  model's answer, with `"raise"` they raise).
 
 `statistics_estimates(estimator, preset, x, y, ...)` checks the pairs,
 computes the statistics, runs the model once for all pairs and returns
@@ -357,6 +366,15 @@ def statistics_estimates(
         serves["target"],
         (estimate, low_q, high_q),
     )
+    plain = estimates_from_quantiles(
+        np.zeros((features.shape[0], 1)), base, serves["target"]
+    )[:, 0]
+    ceiling = serves.get("base_ceiling")
+    above = (
+        np.zeros(rows, dtype=bool)
+        if ceiling is None
+        else np.isfinite(plain) & (plain > float(ceiling["above"]))
+    )
     flagged = [i for i, r in enumerate(outside) if r]
     if flagged:
         _handle_outside(
@@ -368,6 +386,7 @@ def statistics_estimates(
             x_sets,
             y_sets,
             (estimate, low_q, high_q),
+            {i: plain[i] for i in flagged if above[i]},
         )
     inside = [i for i, r in enumerate(outside) if not r]
     apply_size_rule(
@@ -387,6 +406,7 @@ def statistics_estimates(
         (estimate, low_q, high_q),
         level,
     )
+    apply_base_ceiling(above, plain, inside, (estimate, low_q, high_q))
     if interval is None:
         return float(estimate[0]) if x_single else estimate
     if x_single:
@@ -445,10 +465,35 @@ def apply_correction_shrink(shrink, x_sets, y_sets, base, target, answers):
     return estimate - shift, low_q - shift, high_q - shift
 
 
+def apply_base_ceiling(above, plain, rows, answers):
+    """Writes the base `plain` as the estimate into `answers` (estimate,
+    low, high: arrays `[pairs]`, in place) for the pairs of `rows` where
+    `above` (the base is above `serves["base_ceiling"]`), the interval
+    widened to hold it (module docstring)."""
+    estimate, low_q, high_q = answers
+    for i in rows:
+        if above[i]:
+            value = max(float(plain[i]), 0.0)
+            estimate[i] = value
+            low_q[i] = min(low_q[i], value)
+            high_q[i] = max(high_q[i], value)
+
+
 def _handle_outside(
-    estimator, preset, policy, flagged, outside, x_sets, y_sets, answers
+    estimator,
+    preset,
+    policy,
+    flagged,
+    outside,
+    x_sets,
+    y_sets,
+    answers,
+    high_bases=None,
 ):
-    """Applies `policy` to the pairs `flagged` (in place on `answers`)."""
+    """Applies `policy` to the pairs `flagged` (in place on `answers`);
+    with "fallback", the pairs of `high_bases` (index: base above the
+    preset's `base_ceiling`) get that base instead of the classical
+    estimate."""
     first = flagged[0]
     what = (
         f"{len(flagged)} of {len(x_sets)} pairs are"
@@ -471,12 +516,25 @@ def _handle_outside(
         )
         return
     label, function = CLASSICAL[estimator]
+    high_bases = high_bases or {}
     estimate, low_q, high_q = answers
     for i in flagged:
-        estimate[i] = max(function(x_sets[i], y_sets[i]), 0.0)
+        if i in high_bases:
+            estimate[i] = max(float(high_bases[i]), 0.0)
+        else:
+            estimate[i] = max(function(x_sets[i], y_sets[i]), 0.0)
         low_q[i] = high_q[i] = np.nan
+    by = label
+    if high_bases:
+        by = (
+            f"{label}, or by the model's base (the bias-corrected "
+            "Gaussian-copula plug-in) where that base is above the "
+            f"preset's `base_ceiling` ({len(high_bases)} of "
+            f"{len(flagged)} pairs; {label} saturates far below such "
+            "values),"
+        )
     warnings.warn(
-        f"{detail}: answered by {label} instead, without an interval (nan).",
+        f"{detail}: answered by {by} instead, without an interval (nan).",
         UserWarning,
         stacklevel=4,
     )

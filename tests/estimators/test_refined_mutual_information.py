@@ -280,3 +280,35 @@ def test_the_estimator_shrinks_the_models_correction_below_its_size(
     assert shrunk.high - shrunk.low == pytest.approx(
         model.high - model.low, rel=1e-6
     )
+
+
+def test_above_the_ceiling_the_base_answers(monkeypatch):
+    # 15 coordinate pairs of correlation 0.9 (12.5 nats), n = 150: above
+    # the ceiling the answer is the base, the interval holding it; the
+    # model alone would overshoot by more than 0.5 nats.
+    from keras_msets.estimators import refined
+
+    serves = _serves()
+    x, y, truth = _gaussian_pair(150, 15, 15, 0.9)
+    base = _statistics(x, y)[serves["base_feature"]]
+    assert base > serves["base_ceiling"]["above"]
+    estimate = estimators.mutual_information(x, y, interval=0.9)
+    assert estimate.value == pytest.approx(base, rel=1e-9)
+    assert estimate.low <= estimate.value <= estimate.high
+    assert abs(estimate.value - truth) < 0.5
+    monkeypatch.setattr(refined, "apply_base_ceiling", lambda *a: None)
+    assert estimators.mutual_information(x, y) > base + 0.5
+
+
+def test_outside_the_ranges_and_above_the_ceiling_the_fallback_is_the_base():
+    # Correlation 0.99 on 15 pairs (37 nats): KSG's statistics leave the
+    # training ranges; KSG itself says about 3 nats, the base about 36.
+    serves = _serves()
+    x, y, truth = _gaussian_pair(150, 15, 15, 0.99)
+    base = _statistics(x, y)[serves["base_feature"]]
+    with pytest.warns(UserWarning, match="base_ceiling"):
+        estimate = estimators.mutual_information(x, y, interval=0.9)
+    assert estimate.value == pytest.approx(base, rel=1e-9)
+    assert np.isnan(estimate.low) and np.isnan(estimate.high)
+    assert abs(estimate.value - truth) < 0.1 * truth
+    assert estimators.ksg_mutual_information(x, y) < 0.2 * truth
