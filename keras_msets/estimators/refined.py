@@ -37,7 +37,14 @@ its `serves` record names:
   (`out_of_distribution="fallback"`) get the base instead where it is
   above `c`: the k-NN / KSG estimates saturate far below such values,
   and the model was trained on few of them (with `"warn"` they keep the
-  model's answer, with `"raise"` they raise).
+  model's answer, with `"raise"` they raise);
+- optionally `answers_above`, `{"above": a, "trained": text}`: an
+  estimate above `a` (beyond the true values of the training pairs,
+  which `text` describes) is extrapolated; such pairs get a
+  `UserWarning` that says so (with `out_of_distribution="raise"`, a
+  `ValueError`), and keep their answer: no estimator on the pair's
+  samples is known to do better there (for samples that barely overlap
+  every sample-based estimate of KL falls far below the truth).
 
 `statistics_estimates(estimator, preset, x, y, ...)` checks the pairs,
 computes the statistics, runs the model once for all pairs and returns
@@ -407,6 +414,9 @@ def statistics_estimates(
         level,
     )
     apply_base_ceiling(above, plain, inside, (estimate, low_q, high_q))
+    check_answers_above(
+        serves.get("answers_above"), estimator, preset, policy, estimate
+    )
     if interval is None:
         return float(estimate[0]) if x_single else estimate
     if x_single:
@@ -477,6 +487,36 @@ def apply_base_ceiling(above, plain, rows, answers):
             estimate[i] = value
             low_q[i] = min(low_q[i], value)
             high_q[i] = max(high_q[i], value)
+
+
+def check_answers_above(limit, estimator, preset, policy, estimate):
+    """Warns (or raises, with `policy == "raise"`) where an estimate is
+    above `limit["above"]` (`serves["answers_above"]`, module
+    docstring); nothing where `limit` is None."""
+    if limit is None:
+        return
+    high = [i for i, v in enumerate(estimate) if v > float(limit["above"])]
+    if not high:
+        return
+    what = (
+        f"{len(high)} of {len(estimate)} estimates are"
+        if len(estimate) > 1
+        else "the estimate is"
+    )
+    message = (
+        f"`{estimator}`: {what} above {limit['above']} (estimate "
+        f"{estimate[high[0]]:.4g}), beyond {limit['trained']} of preset "
+        f"{preset!r}: the answer is extrapolated and its interval may not "
+        "hold the truth; where the two samples barely overlap, every "
+        "estimate from the samples (k-NN too) lies far below the truth"
+    )
+    if policy == "raise":
+        raise ValueError(
+            f"{message}. Pass out_of_distribution='fallback' or 'warn' to "
+            "get the answer with a warning. Received: "
+            "out_of_distribution='raise'"
+        )
+    warnings.warn(message + ".", UserWarning, stacklevel=4)
 
 
 def _handle_outside(

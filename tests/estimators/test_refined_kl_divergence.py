@@ -248,3 +248,21 @@ def test_large_arguments_answer_only_pairs_from_below_points():
         np.testing.assert_allclose([a[i] for a in new], want, rtol=1e-6)
     np.testing.assert_array_equal([a[0] for a in old], [a[0] for a in new])
     assert old[2][1] != pytest.approx(new[2][1])
+
+
+def test_an_answer_above_the_trained_divergences_warns():
+    # Two Gaussians 10 standard deviations apart in d = 4 (50 nats), 150
+    # points each: the samples barely overlap, the answer is far below
+    # the truth and above every training pair's divergence.
+    limit = _serves()["answers_above"]["above"]
+    x, y, truth = _shifted_pair(150, 150, 4, 10.0)
+    with pytest.warns(UserWarning, match="extrapolated"):
+        estimate = _kl(x, y, interval=0.9)
+    assert limit < estimate.value < truth / 2
+    with pytest.raises(ValueError, match="barely overlap"):
+        _kl(x, y, out_of_distribution="raise")
+    # Below the limit: no warning.
+    x, y, _ = _shifted_pair(150, 150, 4, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert _kl(x, y) < limit
