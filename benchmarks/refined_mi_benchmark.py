@@ -388,7 +388,7 @@ def write_summary(root, sizes):
     print("\n".join(full))
 
 
-def speed(root, repeats=5, sizes=(1000, 10000, 100000)):
+def speed(root, repeats=5, sizes=(1000, 10000, 100000), output=None):
     import keras
 
     from keras_msets import estimators
@@ -422,7 +422,7 @@ def speed(root, repeats=5, sizes=(1000, 10000, 100000)):
             print(rows[-1], flush=True)
     out["rows"] = rows
     out["load_after"] = os.getloadavg()
-    path = root / f"refined_mi_speed_{out['backend']}.json"
+    path = output or root / f"refined_mi_speed_{out['backend']}.json"
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
 
@@ -470,10 +470,16 @@ def main(argv=None):
         default=[1000, 10000, 100000],
         help="the n of the --speed table",
     )
+    parser.add_argument(
+        "--speed-output",
+        type=pathlib.Path,
+        default=None,
+        help="--speed writes here (default: refined_mi_speed_<backend>.json)",
+    )
     parser.add_argument("--results", type=pathlib.Path, default=ROOT)
     args = parser.parse_args(argv)
     if args.speed:
-        speed(args.results, sizes=args.speed_sizes)
+        speed(args.results, sizes=args.speed_sizes, output=args.speed_output)
         return
     if args.model is not None:
         est.REFINED_MI = args.model
