@@ -378,7 +378,9 @@ def whole_sample_affordable(n, total_dim):
     return n * total_dim <= TREE_WORK
 
 
-def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, query_rows=None):
+def whole_sample_estimate(
+    x, y, k=3, seed=0, bias_scale=0.0, query_rows=None, query_share=None
+):
     """`(estimate, spread, bias)` of `I(X; Y)` from KSG on the whole
     sample, or None where that is over the budget
     (`whole_sample_affordable`).
@@ -399,7 +401,8 @@ def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, query_rows=None):
     neighbours still counted among all rows (`ksg_estimates(...,
     queries=...)`): the same bias as on all rows, more noise (which the
     parts' spread includes), and the counts, which grow faster than n,
-    done for a bounded number of rows.
+    done for a bounded number of rows. With `query_share`, at most
+    `ceil(query_share * n)` query rows as well (the smaller bound wins).
 
     `bias` (nats, >= 0) allows for the estimate's own bias: where KSG
     misses much of the reference's information (its bias `B =
@@ -421,9 +424,17 @@ def whole_sample_estimate(x, y, k=3, seed=0, bias_scale=0.0, query_rows=None):
         base = gaussian_copula_statistics(zx, zy)[0]
     order = np.random.default_rng(seed).permutation(n)
     queries = part_queries = None
-    if query_rows is not None and query_rows < n:
+    bound = n if query_rows is None else int(query_rows)
+    if query_share is not None:
+        if not 0 < float(query_share) <= 1:
+            raise ValueError(
+                "`query_share` must be in (0, 1]. Received: "
+                f"query_share={query_share!r}"
+            )
+        bound = min(bound, int(np.ceil(float(query_share) * n)))
+    if bound < n:
         # The first rows of a random order are the random query rows.
-        zx, zy, queries = zx[order], zy[order], int(query_rows)
+        zx, zy, queries = zx[order], zy[order], bound
         part_queries = max(queries // WHOLE_SAMPLE_PARTS, 1)
     own = ksg_estimates(zx, zy, (k,), queries=queries)[0]
     reference = gaussian_reference_ksg(

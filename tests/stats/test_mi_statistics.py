@@ -239,6 +239,14 @@ def test_whole_sample_estimate_over_some_query_rows():
     assert some[0] != whole[0]
     assert some[0] == pytest.approx(whole[0], abs=0.15)
     assert 0 < some[1] < 0.1
+    # A share of the rows: the smaller of the two bounds.
+    assert mi_statistics.whole_sample_estimate(x, y, query_share=1.0) == whole
+    share = mi_statistics.whole_sample_estimate(x, y, query_share=400 / 1200)
+    assert share == some
+    both = dict(query_rows=400, query_share=0.5)
+    assert mi_statistics.whole_sample_estimate(x, y, **both) == some
+    with pytest.raises(ValueError, match="query_share=0"):
+        mi_statistics.whole_sample_estimate(x, y, query_share=0)
 
 
 def test_whole_sample_bias_allowance_grows_with_a_compressed_excess():
