@@ -29,16 +29,12 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import estimator_fresh_seeds as fresh  # noqa: E402
 import refined_kl_rule_wide as wide  # noqa: E402
-
-from keras_msets.stats import kl_excess  # noqa: E402
 
 TERMS = wide.OUT / "rule_small_k_terms.json"
 REPORT = wide.OUT / "rule_small_k.json"
@@ -50,6 +46,8 @@ DRAWS = 6
 # The grid and the rule's helpers of the wide script, at these k.
 wide.NEIGHBOURS = NEIGHBOURS
 wide.SIZES = SIZES
+wide.TERMS = TERMS
+wide.DRAWS = DRAWS
 wide.GRID = [
     (k, draws, threshold)
     for k in NEIGHBOURS
@@ -59,26 +57,8 @@ wide.GRID = [
 
 
 def compute_terms(log=print):
-    cache = json.loads(TERMS.read_text()) if TERMS.exists() else {}
-    pending = 0
-    for problem, n in wide.cells():
-        for seed in fresh.split_seeds("development", n):
-            key = f"{problem.name}/{n}/{seed}"
-            if key in cache:
-                continue
-            x, y = problem.sample(n, seed)
-            start = time.perf_counter()
-            terms = kl_excess.excess_terms(x, y, NEIGHBOURS, DRAWS, seed=0)
-            entry = {k: np.asarray(v).tolist() for k, v in terms.items()}
-            entry["seconds"] = time.perf_counter() - start
-            cache[key] = entry
-            pending += 1
-            if n >= 1000 or pending >= 50:
-                TERMS.write_text(json.dumps(cache) + "\n")
-                pending = 0
-            log(f"{key}: {entry['seconds']:.2f} s")
-    TERMS.write_text(json.dumps(cache) + "\n")
-    return cache
+    """The wide script's `compute_terms`, at these k, sizes and file."""
+    return wide.compute_terms(log)
 
 
 def served_score(part):
