@@ -30,7 +30,9 @@ installed preset's records stay untouched.
 `--speed` times one pair at n = 1e3, 1e4, 1e5 (`--speed-sizes`; d_x =
 d_y = 1, 5, 25) after a first call, on the current backend (minimum of
 5 calls, 1 at 1e5; wall-clock and CPU time of the process), into
-`refined_mi_speed_<backend>.json`.
+`refined_mi_speed_<backend>.json`. `--threads` times n = 1,000 with the
+KSG estimates on one thread and on two (`refined_mi_threads_<backend>.
+json`).
 """
 
 import argparse
@@ -427,6 +429,51 @@ def speed(root, repeats=5, sizes=(1000, 10000, 100000), output=None):
         json.dump(out, f, indent=1)
 
 
+def threads(root, repeats=7, output=None):
+    """One pair `y = x + noise` at n = 1,000, d_x = d_y = 1, 5, 25: the
+    call with the KSG estimates on one thread and on two
+    (`mi_statistics.PARALLEL_POINTS`), alternating, the best of `repeats`
+    calls each (the ratio survives a loaded machine better than the
+    times), into `refined_mi_threads_<backend>.json`."""
+    import keras
+
+    from keras_msets import estimators
+    from keras_msets.stats import mi_statistics
+
+    rng = np.random.default_rng(0)
+    parallel = mi_statistics.PARALLEL_POINTS
+    out = {"backend": keras.backend.backend(), "load": os.getloadavg()}
+    estimators.mutual_information(
+        rng.normal(size=(100, 2)), rng.normal(size=(100, 2)), interval=0.9
+    )
+    rows = []
+    for d in (1, 5, 25):
+        x = rng.normal(size=(1000, d))
+        y = x + rng.normal(size=(1000, d))
+        times = {1: [], 2: []}
+        answers = {}
+        for _ in range(repeats):
+            for workers, points in ((1, 10**9), (2, parallel)):
+                mi_statistics.PARALLEL_POINTS = points
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    answer = estimators.mutual_information(x, y, interval=0.9)
+                times[workers].append(time.perf_counter() - start)
+                answers[workers] = np.asarray(answer, dtype=float).tolist()
+        mi_statistics.PARALLEL_POINTS = parallel
+        row = {"d": d, "n": 1000}
+        row.update({f"seconds_{k}_threads": min(v) for k, v in times.items()})
+        row["same_answer"] = answers[1] == answers[2]
+        rows.append(row)
+        print(row, flush=True)
+    out["rows"] = rows
+    out["load_after"] = os.getloadavg()
+    path = output or root / f"refined_mi_threads_{out['backend']}.json"
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES)
@@ -476,8 +523,16 @@ def main(argv=None):
         default=None,
         help="--speed writes here (default: refined_mi_speed_<backend>.json)",
     )
+    parser.add_argument(
+        "--threads",
+        action="store_true",
+        help="n = 1,000 on one thread and on two (refined_mi_threads_*.json)",
+    )
     parser.add_argument("--results", type=pathlib.Path, default=ROOT)
     args = parser.parse_args(argv)
+    if args.threads:
+        threads(args.results, output=args.speed_output)
+        return
     if args.speed:
         speed(args.results, sizes=args.speed_sizes, output=args.speed_output)
         return

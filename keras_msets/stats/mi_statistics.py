@@ -74,6 +74,7 @@ from keras_msets.stats.gaussian_copula import corrected_gaussian_information
 from keras_msets.stats.gaussian_copula import gaussian_copula_statistics
 from keras_msets.stats.gaussian_copula import log_det_bias  # noqa: F401
 from keras_msets.stats.gaussian_copula import shrunk_correlation
+from keras_msets.stats.nearest_neighbours import _two_threads
 
 NEIGHBOURS = (1, 3, 10)
 MIN_POINTS = 10  # pairs needed
@@ -100,6 +101,11 @@ MAX_SIDE_LEAF = 128
 # above (k-d trees, fast in low dimension only).
 DENSE_WORK = 30_000_000
 TREE_WORK = 60_000
+# Samples of at least this many rows compute their KSG estimates (the
+# sample's and its Gaussian reference's) on two threads: the same
+# numbers (each job has its own seed), about half the wall time on two
+# cores (benchmarks/refined_mi_benchmark.py --threads).
+PARALLEL_POINTS = 500
 # Disjoint parts of the sample whose spread gives that of the estimate.
 WHOLE_SAMPLE_PARTS = 4
 # Spreads of the whole-sample excess taken as noise by its bias allowance.
@@ -289,6 +295,14 @@ def ksg_estimates(x, y, neighbours=NEIGHBOURS, rows=None, queries=None):
     return out
 
 
+def _run_jobs(jobs, rows):
+    """The results of the functions `jobs` (no arguments), in order: on
+    two threads where the sample has at least `PARALLEL_POINTS` rows."""
+    if rows < PARALLEL_POINTS or len(jobs) < 2:
+        return [job() for job in jobs]
+    return list(_two_threads().map(lambda job: job(), jobs))
+
+
 def _blocked_ksg(x, y, seed):
     n = x.shape[0]
     size = block_size(x.shape[1] + y.shape[1])
@@ -336,12 +350,18 @@ def mi_statistics(x, y, seed=0):
     """
     x, y = check_pair(x, y)
     zx, zy = copula_normal(x), copula_normal(y)
-    ksg, block = _blocked_ksg(zx, zy, seed)
-    dim_x, dim_y = x.shape[1], y.shape[1]
+    n, dim_x, dim_y = x.shape[0], x.shape[1], y.shape[1]
     corr = shrunk_correlation(np.concatenate([zx, zy], axis=1))
-    blocks = int(round(x.shape[0] / block))
-    reference = gaussian_reference_ksg(
-        corr, dim_x, int(round(block)), seed, blocks
+    # The blocks of `_blocked_ksg`: their number and mean size.
+    blocks = max(int(np.ceil(n / block_size(dim_x + dim_y))), 1)
+    (ksg, block), reference = _run_jobs(
+        [
+            lambda: _blocked_ksg(zx, zy, seed),
+            lambda: gaussian_reference_ksg(
+                corr, dim_x, int(round(n / blocks)), seed, blocks
+            ),
+        ],
+        n,
     )
     copula = gaussian_copula_statistics(zx, zy)
     corrected = corrected_gaussian_information(zx, zy)
@@ -436,12 +456,12 @@ def whole_sample_estimate(
         # The first rows of a random order are the random query rows.
         zx, zy, queries = zx[order], zy[order], bound
         part_queries = max(queries // WHOLE_SAMPLE_PARTS, 1)
-    own = ksg_estimates(zx, zy, (k,), queries=queries)[0]
-    reference = gaussian_reference_ksg(
-        corr, dim_x, n, seed, neighbours=(k,), queries=queries
-    )[0]
-    excess = own - reference
-    parts = []
+    jobs = [
+        lambda: ksg_estimates(zx, zy, (k,), queries=queries)[0],
+        lambda: gaussian_reference_ksg(
+            corr, dim_x, n, seed, neighbours=(k,), queries=queries
+        )[0],
+    ]
     rows = n // WHOLE_SAMPLE_PARTS
     if rows >= 50:
         split = np.array_split(order, WHOLE_SAMPLE_PARTS)
@@ -450,15 +470,16 @@ def whole_sample_estimate(
             split = np.array_split(np.arange(n), WHOLE_SAMPLE_PARTS)
         for i, index in enumerate(split):
             index = index[:rows]
-            part = ksg_estimates(
-                copula_normal(zx[index]),
-                copula_normal(zy[index]),
-                (k,),
-                queries=part_queries,
-            )[0]
-            parts.append(
-                part
-                - gaussian_reference_ksg(
+            jobs.append(
+                lambda index=index: ksg_estimates(
+                    copula_normal(zx[index]),
+                    copula_normal(zy[index]),
+                    (k,),
+                    queries=part_queries,
+                )[0]
+            )
+            jobs.append(
+                lambda i=i: gaussian_reference_ksg(
                     corr,
                     dim_x,
                     rows,
@@ -467,6 +488,10 @@ def whole_sample_estimate(
                     queries=part_queries,
                 )[0]
             )
+    own, reference, *terms = _run_jobs(jobs, n)
+    excess = own - reference
+    # Each part's KSG less its reference's.
+    parts = [a - b for a, b in zip(terms[::2], terms[1::2], strict=True)]
     spread = (
         float(np.std(parts, ddof=1) / np.sqrt(len(parts)))
         if parts

@@ -273,3 +273,21 @@ def test_tree_ksg_equals_full_matrices_with_ties(columns):
     y = x[:, :1] + rng.integers(0, 8, size=(400, columns[1]))
     got = mi_statistics._ksg_tree(x, y, (3, 10))
     np.testing.assert_allclose(got, _plain_ksg(x, y, (3, 10)), rtol=1e-12)
+
+
+def test_two_threads_give_the_same_numbers(monkeypatch):
+    # At PARALLEL_POINTS rows the sample's and the reference's KSG run on
+    # two threads (and the whole-sample check's parts): the same numbers
+    # as one thread.
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(mi_statistics.PARALLEL_POINTS, 2))
+    y = np.sin(2 * x[:, :1]) + 0.3 * rng.normal(size=(x.shape[0], 2))
+    with monkeypatch.context() as patch:
+        patch.setattr(mi_statistics, "PARALLEL_POINTS", 10**9)
+        one = mi_statistics.mi_statistics(x, y, seed=3)
+        one_whole = mi_statistics.whole_sample_estimate(x, y, seed=3)
+    two = mi_statistics.mi_statistics(x, y, seed=3)
+    two_whole = mi_statistics.whole_sample_estimate(x, y, seed=3)
+    np.testing.assert_array_equal(two, one)
+    assert two_whole == one_whole
+    assert np.isfinite(two_whole[1])  # the parts were computed
