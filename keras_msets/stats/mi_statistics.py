@@ -47,7 +47,7 @@ correlation and fourth moments); this module adds the KSG counts and
 assembles the vector.
 
 The KSG neighbour counts come from dense max-norm distance matrices
-(numpy, float32, a few rows at a time); with one column per side, or
+(float32, a few rows at a time); with one column per side, or
 above `MAX_DENSE` rows, from k-d trees and sorted columns (float64).
 Samples larger than `block_size(d_x + d_y)` rows are cut into random
 blocks of at most that size, the KSG estimates of the blocks are averaged
@@ -87,8 +87,11 @@ MAX_BLOCK = 2048
 # (`ksg_estimates`), never from dense distance matrices.
 MAX_DENSE = MAX_BLOCK
 # The dense KSG holds the distances of a few rows at once: about this many
-# float32 entries over its buffers (in cache), at least 16 rows.
+# float32 entries over its buffers (in cache), at least 16 rows; a row
+# costs `DENSE_ROW_ENTRIES` entries per column of the sample (three
+# float32 buffers and one float64).
 DENSE_ENTRIES = 1 << 19
+DENSE_ROW_ENTRIES = 5
 # Leaves of the k-d trees that count the marginal neighbours in
 # `_ksg_tree`: `SIDE_LEAF` points per column of the side, at most
 # `MAX_SIDE_LEAF` (the same counts as any leaf size, found faster: the
@@ -169,26 +172,44 @@ def copula_normal(a):
     return special.ndtri((np.arange(n) + 0.5) / n)[ranks]
 
 
-def _max_norm_rows(t, start, stop, scratch, out):
-    """Max-norm distances of rows `start:stop` to all rows into `out`
-    (`[stop - start, n]`), `t` the `[d, n]` float32 transpose; all
-    coordinates at once in `scratch` (`[d, >= stop - start, n]`)."""
-    part = scratch[: t.shape[0], : stop - start]
-    np.subtract(t[:, start:stop, None], t[:, None, :], out=part)
-    np.abs(part, out=part)
-    np.maximum.reduce(part, axis=0, out=out)
+def _exact_float32(a):
+    """`a` rounded to float32 and held in float64 (`[n, d]`, C order).
+
+    The difference of two such numbers whose exponents differ by at most
+    29 is exact in float64 (always so for the copula-normal coordinates
+    of the statistics, which lie within about 1e-5 and 4.5 in absolute
+    value or are 0), so its float64 max-norm distances rounded to
+    float32 are those of float32 arithmetic, bit for bit: IEEE
+    subtraction is correctly rounded, and rounding never reverses an
+    order, so the maximum commutes with it. Otherwise the difference is
+    rounded twice, which can differ by one unit in the last place at a
+    halfway case."""
+    return np.ascontiguousarray(a, dtype=np.float32).astype(np.float64)
+
+
+def _max_norm_rows(a, start, stop, buffer, out):
+    """Max-norm distances of rows `start:stop` of `a` (`_exact_float32`)
+    to all its rows into `out` (`[stop - start, n]`, float32), through the
+    float64 `buffer` (`[>= stop - start, n]`): one pass over the
+    coordinates in compiled code (`scipy.spatial.distance.cdist`, which
+    releases the GIL), then one rounding to float32."""
+    from scipy.spatial.distance import cdist
+
+    part = buffer[: stop - start]
+    cdist(a[start:stop], a, "chebyshev", out=part)
+    np.copyto(out, part, casting="same_kind")
 
 
 def _max_norm_distances(a, rows=32):
-    """`[n, n]` max-norm distances (float32): `rows` rows at a time, all
-    coordinates at once (a `[d, rows, n]` scratch that stays in cache)."""
-    t = np.ascontiguousarray(a.T, dtype=np.float32)
-    n = t.shape[1]
+    """`[n, n]` max-norm distances (float32 arithmetic, as the KSG counts
+    use them), `rows` rows at a time."""
+    a = _exact_float32(a)
+    n = a.shape[0]
     out = np.empty((n, n), dtype=np.float32)
-    scratch = np.empty((t.shape[0], min(rows, n), n), dtype=np.float32)
+    buffer = np.empty((min(rows, n), n), dtype=np.float64)
     for start in range(0, n, rows):
         stop = min(start + rows, n)
-        _max_norm_rows(t, start, stop, scratch, out[start:stop])
+        _max_norm_rows(a, start, stop, buffer, out[start:stop])
     return out
 
 
@@ -252,22 +273,20 @@ def ksg_estimates(x, y, neighbours=NEIGHBOURS, rows=None, queries=None):
     if (x.shape[1] == 1 and y.shape[1] == 1) or n > MAX_DENSE:
         return _ksg_tree(x, y, neighbours, queries)
     m = n if queries is None else min(int(queries), n)
-    tx = np.ascontiguousarray(x.T, dtype=np.float32)
-    ty = np.ascontiguousarray(y.T, dtype=np.float32)
+    ex, ey = _exact_float32(x), _exact_float32(y)
     k_max = min(max(neighbours), n - 1)
     ks = [min(k, k_max) for k in neighbours]
-    width = max(x.shape[1], y.shape[1])
     if rows is None:
-        rows = max(DENSE_ENTRIES // ((width + 3) * n), 16)
+        rows = max(DENSE_ENTRIES // (DENSE_ROW_ENTRIES * n), 16)
     rows = min(rows, m)
-    scratch = np.empty((width, rows, n), dtype=np.float32)
+    buffer = np.empty((rows, n), dtype=np.float64)
     dx, dy, joint = np.empty((3, rows, n), dtype=np.float32)
     count_x, count_y = np.empty((2, len(ks), m), dtype=np.int64)
     for start in range(0, m, rows):
         stop = min(start + rows, m)
         size = stop - start
-        _max_norm_rows(tx, start, stop, scratch, dx[:size])
-        _max_norm_rows(ty, start, stop, scratch, dy[:size])
+        _max_norm_rows(ex, start, stop, buffer, dx[:size])
+        _max_norm_rows(ey, start, stop, buffer, dy[:size])
         part = np.maximum(dx[:size], dy[:size], out=joint[:size])
         within = np.arange(size)
         part[within, np.arange(start, stop)] = np.inf
