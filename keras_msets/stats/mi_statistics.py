@@ -54,7 +54,10 @@ blocks of at most that size, the KSG estimates of the blocks are averaged
 and `log_block` reports the mean block size: the cost then grows
 linearly with `n` (about `n * block * (d_x + d_y)` operations), and the
 block estimates keep the distribution they have at the block size, with
-less spread. The plug-in and kurtosis use all rows.
+less spread. The plug-in and kurtosis use all rows. From
+`PARALLEL_POINTS` rows the sample's KSG estimates and its Gaussian
+reference's (and the whole-sample estimate's parts) run on two threads,
+with the same results.
 
 `whole_sample_estimate` is not a statistic of the vector: the base plus
 the KSG excess on the whole sample (no blocks), with its spread and an
