@@ -77,7 +77,7 @@ from keras_msets.stats.gaussian_copula import corrected_gaussian_information
 from keras_msets.stats.gaussian_copula import gaussian_copula_statistics
 from keras_msets.stats.gaussian_copula import log_det_bias  # noqa: F401
 from keras_msets.stats.gaussian_copula import shrunk_correlation
-from keras_msets.stats.nearest_neighbours import _two_threads
+from keras_msets.stats.nearest_neighbours import two_threads
 
 NEIGHBOURS = (1, 3, 10)
 MIN_POINTS = 10  # pairs needed
@@ -109,8 +109,9 @@ DENSE_WORK = 30_000_000
 TREE_WORK = 60_000
 # Samples of at least this many rows compute their KSG estimates (the
 # sample's and its Gaussian reference's) on two threads: the same
-# numbers (each job has its own seed), about half the wall time on two
-# cores (benchmarks/refined_mi_benchmark.py --threads).
+# numbers (each job has its own seed); at n = 1,000 0.68-0.78x the wall
+# time at d_x = d_y = 5, no measurable gain at 1 + 1 and 25 + 25
+# (benchmarks/refined_mi_benchmark.py --threads).
 PARALLEL_POINTS = 500
 # Disjoint parts of the sample whose spread gives that of the estimate.
 WHOLE_SAMPLE_PARTS = 4
@@ -322,7 +323,7 @@ def _run_jobs(jobs, rows):
     two threads where the sample has at least `PARALLEL_POINTS` rows."""
     if rows < PARALLEL_POINTS or len(jobs) < 2:
         return [job() for job in jobs]
-    return list(_two_threads().map(lambda job: job(), jobs))
+    return list(two_threads().map(lambda job: job(), jobs))
 
 
 def _blocked_ksg(x, y, seed):

@@ -24,7 +24,7 @@ _BRUTE_ROWS = 256
 _BRUTE_EXTRA = 4
 # Columns per group in the first pass over a block of the distance matrix.
 _BRUTE_GROUP = 8
-# The pool of `_two_threads`: (process id, executor).
+# The pool of `two_threads`: (process id, executor).
 _POOL = None
 
 
@@ -104,15 +104,18 @@ def _line_distances(points, queries, k):
     return distances[:, :k]
 
 
-def _two_threads():
+def two_threads():
     """A pool of two threads kept for the process (a new one after a
-    fork: the threads of the parent do not exist in a child)."""
+    fork: the threads of the parent do not exist in a child), shared by
+    the k-NN queries here and the KSG estimates of
+    `keras_msets.stats.mi_statistics`. A job run on it must not wait for
+    another job of the pool."""
     global _POOL
     pid = os.getpid()
     if _POOL is None or _POOL[0] != pid:
         from concurrent.futures import ThreadPoolExecutor
 
-        _POOL = (pid, ThreadPoolExecutor(2, "kl_statistics"))
+        _POOL = (pid, ThreadPoolExecutor(2, "keras_msets_statistics"))
     return _POOL[1]
 
 
@@ -156,5 +159,5 @@ def nearest_distances(points, queries, k, brute=None):
 
     starts = range(0, n, _BRUTE_ROWS)
     if parallel and n > _BRUTE_ROWS:
-        return np.concatenate(list(_two_threads().map(block, starts)))
+        return np.concatenate(list(two_threads().map(block, starts)))
     return np.concatenate([block(start) for start in starts])
