@@ -3,6 +3,7 @@ import pytest
 
 from keras_msets.stats import mi_statistics
 from keras_msets.stats.classical import ksg_mutual_information
+from keras_msets.testing.threads import run_in_threads
 
 
 def _pair(n=300, seed=0):
@@ -291,3 +292,8 @@ def test_two_threads_give_the_same_numbers(monkeypatch):
     np.testing.assert_array_equal(two, one)
     assert two_whole == one_whole
     assert np.isfinite(two_whole[1])  # the parts were computed
+    # Four callers at once share the pool of two threads.
+    for got in run_in_threads(
+        lambda i: mi_statistics.mi_statistics(x, y, seed=3)
+    ):
+        np.testing.assert_array_equal(got, one)
