@@ -1,4 +1,4 @@
-"""Where the time of the whole-sample KSG (`mi_statistics._ksg_tree`,
+"""Where the time of the whole-sample KSG (`keras_msets.stats.ksg._ksg_tree`,
 k = 3) goes as n grows: the joint max-norm k-nearest-neighbour query,
 each side's marginal count (k-d tree ball counts, or sorted columns for
 one column) with its mean count, and the Gaussian reference draws with
@@ -20,6 +20,7 @@ import numpy as np
 from refined_mi_check_speed import sample_pair
 from scipy.spatial import cKDTree
 
+from keras_msets.stats import ksg
 from keras_msets.stats import mi_statistics
 
 ROOT = pathlib.Path(__file__).parent / "results" / "estimator_benchmark"
@@ -51,8 +52,8 @@ def profile(zx, zy, k=3):
                 ) - np.searchsorted(ordered, column - radius, "right")
         else:
             leaf = min(
-                mi_statistics.SIDE_LEAF * side.shape[1],
-                mi_statistics.MAX_SIDE_LEAF,
+                ksg.SIDE_LEAF * side.shape[1],
+                ksg.MAX_SIDE_LEAF,
             )
 
             def count(side=side, leaf=leaf):
@@ -93,7 +94,7 @@ def main(argv=None):
                 )
             )[0]
             row["ksg_tree"] = cpu(
-                lambda: mi_statistics._ksg_tree(zx, zy, (3,))  # noqa: B023
+                lambda: ksg._ksg_tree(zx, zy, (3,))  # noqa: B023
             )[0]
             out["rows"].append(row)
             print(json.dumps(row), flush=True)

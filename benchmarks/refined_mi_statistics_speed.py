@@ -8,7 +8,10 @@ repeats after a first call (wall-clock and CPU time of the process),
 checks that both give the same vector (for the rule: the same value and
 spread), and writes `results/estimator_benchmark/
 refined_mi_statistics_speed.json` (the rule: `refined_mi_whole_sample_
-speed.json`; `--out` another name in that folder).
+speed.json`; `--out` another name in that folder). Only
+`mi_statistics.py` is taken at the revision: what it imports comes from
+the working tree (the KSG counts of `keras_msets.stats.ksg` too, for
+revisions after they moved there).
 
     OMP_NUM_THREADS=1 nice -n 10 \
         python benchmarks/refined_mi_statistics_speed.py --rev aa95517~1

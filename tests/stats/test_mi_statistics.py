@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from keras_msets.stats import ksg
 from keras_msets.stats import mi_statistics
 from keras_msets.stats.classical import ksg_mutual_information
 from keras_msets.testing.threads import run_in_threads
@@ -17,7 +18,7 @@ def _pair(n=300, seed=0):
 def test_ksg_counts_equal_the_tree_based_estimator(columns):
     x, y = _pair()
     x = x[:, :columns]
-    got = mi_statistics.ksg_estimates(x, y, (1, 3, 10))
+    got = ksg.ksg_estimates(x, y, (1, 3, 10))
     expected = [ksg_mutual_information(x, y, k=k) for k in (1, 3, 10)]
     np.testing.assert_allclose(got, expected, rtol=1e-5)
 
@@ -136,7 +137,7 @@ def test_max_norm_distances_equal_plain_numpy(shape):
     a = np.random.default_rng(4).normal(size=shape)
     a32 = a.astype(np.float32)
     expected = np.abs(a32[:, None, :] - a32[None, :, :]).max(axis=2)
-    got = mi_statistics._max_norm_distances(a, rows=16)
+    got = ksg._max_norm_distances(a, rows=16)
     np.testing.assert_array_equal(got, expected)
 
 
@@ -172,22 +173,22 @@ def test_row_blocked_ksg_equals_full_matrices_with_ties(rows):
     # nearest joint neighbours (k = 1 would meet duplicate points).
     x = rng.integers(0, 6, size=(90, 2)).astype(float)
     y = x[:, :1] + rng.integers(0, 4, size=(90, 3))
-    got = mi_statistics.ksg_estimates(x, y, (3, 10), rows=rows)
+    got = ksg.ksg_estimates(x, y, (3, 10), rows=rows)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, _plain_ksg(x, y, (3, 10)), rtol=1e-12)
 
 
 def test_samples_above_the_dense_size_use_trees_with_the_same_counts():
     rng = np.random.default_rng(5)
-    n = mi_statistics.MAX_DENSE + 50
+    n = ksg.MAX_DENSE + 50
     x = rng.normal(size=(n, 2))
     y = x[:, :1] + rng.normal(size=(n, 2))
-    got = mi_statistics.ksg_estimates(x, y, (1, 3))
+    got = ksg.ksg_estimates(x, y, (1, 3))
     expected = [ksg_mutual_information(x, y, k=k) for k in (1, 3)]
     np.testing.assert_allclose(got, expected, rtol=1e-9)
     # The dense path on part of the sample gives the tree's counts.
-    dense = mi_statistics.ksg_estimates(x[:300], y[:300], (1, 3))
-    tree = mi_statistics._ksg_tree(x[:300], y[:300], (1, 3))
+    dense = ksg.ksg_estimates(x[:300], y[:300], (1, 3))
+    tree = ksg._ksg_tree(x[:300], y[:300], (1, 3))
     np.testing.assert_allclose(dense, tree, rtol=1e-9)
 
 
@@ -223,9 +224,9 @@ def test_ksg_over_some_query_rows_counts_among_all_rows(columns):
     x = rng.normal(size=(300, columns[0]))
     y = x[:, :1] + rng.normal(size=(300, columns[1]))
     expected = _plain_ksg(x, y, (1, 3), queries=40)
-    got = mi_statistics.ksg_estimates(x, y, (1, 3), queries=40)
+    got = ksg.ksg_estimates(x, y, (1, 3), queries=40)
     np.testing.assert_allclose(got, expected, rtol=1e-6)
-    tree = mi_statistics._ksg_tree(x, y, (1, 3), queries=40)
+    tree = ksg._ksg_tree(x, y, (1, 3), queries=40)
     np.testing.assert_allclose(tree, expected, rtol=1e-6)
     assert not np.allclose(got, _plain_ksg(x, y, (1, 3)), rtol=1e-3)
 
@@ -272,7 +273,7 @@ def test_tree_ksg_equals_full_matrices_with_ties(columns):
     # marginal radii; several leaves in every tree.
     x = rng.integers(0, 12, size=(400, columns[0])).astype(float)
     y = x[:, :1] + rng.integers(0, 8, size=(400, columns[1]))
-    got = mi_statistics._ksg_tree(x, y, (3, 10))
+    got = ksg._ksg_tree(x, y, (3, 10))
     np.testing.assert_allclose(got, _plain_ksg(x, y, (3, 10)), rtol=1e-12)
 
 
