@@ -168,16 +168,18 @@ def _run_jobs(jobs, rows):
     return list(two_threads().map(lambda job: job(), jobs))
 
 
-def _blocked_ksg(x, y, seed):
-    n = x.shape[0]
-    size = block_size(x.shape[1] + y.shape[1])
-    blocks = int(np.ceil(n / size))
-    if blocks <= 1:
-        return np.array(ksg_estimates(x, y)), float(n)
+def _blocks(n, total_dim):
+    """How many random blocks `n` rows are cut into for the KSG counts."""
+    return max(int(np.ceil(n / block_size(total_dim))), 1)
+
+
+def _blocked_ksg(x, y, seed, blocks):
+    """KSG at `NEIGHBOURS`, averaged over `blocks` random blocks."""
+    if blocks == 1:
+        return np.array(ksg_estimates(x, y))
     rng = np.random.default_rng(seed)
-    parts = np.array_split(rng.permutation(n), blocks)
-    estimates = [ksg_estimates(x[p], y[p]) for p in parts]
-    return np.mean(estimates, axis=0), n / blocks
+    parts = np.array_split(rng.permutation(x.shape[0]), blocks)
+    return np.mean([ksg_estimates(x[p], y[p]) for p in parts], axis=0)
 
 
 def gaussian_reference_ksg(
@@ -217,13 +219,13 @@ def mi_statistics(x, y, seed=0):
     zx, zy = copula_normal(x), copula_normal(y)
     n, dim_x, dim_y = x.shape[0], x.shape[1], y.shape[1]
     corr = shrunk_correlation(np.concatenate([zx, zy], axis=1))
-    # The blocks of `_blocked_ksg`: their number and mean size.
-    blocks = max(int(np.ceil(n / block_size(dim_x + dim_y))), 1)
-    (ksg, block), reference = _run_jobs(
+    blocks = _blocks(n, dim_x + dim_y)
+    block = n / blocks  # the mean block size
+    ksg, reference = _run_jobs(
         [
-            lambda: _blocked_ksg(zx, zy, seed),
+            lambda: _blocked_ksg(zx, zy, seed, blocks),
             lambda: gaussian_reference_ksg(
-                corr, dim_x, int(round(n / blocks)), seed, blocks
+                corr, dim_x, int(round(block)), seed, blocks
             ),
         ],
         n,

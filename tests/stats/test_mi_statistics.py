@@ -4,6 +4,7 @@ import pytest
 from keras_msets.stats import ksg
 from keras_msets.stats import mi_statistics
 from keras_msets.stats.classical import ksg_mutual_information
+from keras_msets.stats.nearest_neighbours import two_threads
 from keras_msets.testing.threads import run_in_threads
 
 
@@ -288,8 +289,16 @@ def test_two_threads_give_the_same_numbers(monkeypatch):
         patch.setattr(mi_statistics, "PARALLEL_POINTS", 10**9)
         one = mi_statistics.mi_statistics(x, y, seed=3)
         one_whole = mi_statistics.whole_sample_estimate(x, y, seed=3)
-    two = mi_statistics.mi_statistics(x, y, seed=3)
-    two_whole = mi_statistics.whole_sample_estimate(x, y, seed=3)
+    pools = []
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            mi_statistics,
+            "two_threads",
+            lambda: pools.append(1) or two_threads(),
+        )
+        two = mi_statistics.mi_statistics(x, y, seed=3)
+        two_whole = mi_statistics.whole_sample_estimate(x, y, seed=3)
+    assert len(pools) == 2  # both ran their jobs on the pool
     np.testing.assert_array_equal(two, one)
     assert two_whole == one_whole
     assert np.isfinite(two_whole[1])  # the parts were computed
