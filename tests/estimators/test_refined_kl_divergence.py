@@ -149,7 +149,7 @@ def test_the_base_answers_where_the_knn_excess_is_within_the_gate(seed, inside):
 
 
 def test_a_gate_bound_scaled_by_another_statistic():
-    from keras_msets.estimators.refined import apply_base_gate
+    from keras_msets.estimators.answer_rules import apply_base_gate
 
     names = ["excess", "log_n"]
     # |excess| 0.02 at n = 100 and 10,000; bound 0.1 / sqrt(n / 100).

@@ -235,7 +235,7 @@ def test_the_rules_bias_allowance_widens_its_band_and_interval(monkeypatch):
 
 
 def test_the_correction_shrink_scales_only_small_pairs_corrections():
-    from keras_msets.estimators.refined import apply_correction_shrink
+    from keras_msets.estimators.answer_rules import apply_correction_shrink
 
     shrink = {"below_points": 400, "power": 0.5}
     sets = [np.zeros((n, 1)) for n in (100, 400, 1000, 100)]
