@@ -189,14 +189,20 @@ def default_statistics_preset(estimator):
     return _cached_default(estimator, _presets_stamp())
 
 
+def statistics_preset(estimator, model):
+    """The preset over statistics that answers for `model` (None: the
+    default preset of `estimator`), or None if it is not one."""
+    if model is None:
+        return default_statistics_preset(estimator)
+    if isinstance(model, (str, os.PathLike)) and is_statistics_preset(model):
+        return model
+    return None
+
+
 def reads_statistics(estimator, model):
     """Whether `model` (None: the default preset of `estimator`) is a
     preset over statistics."""
-    if model is None:
-        return default_statistics_preset(estimator) is not None
-    if isinstance(model, (str, os.PathLike)):
-        return is_statistics_preset(model)
-    return False
+    return statistics_preset(estimator, model) is not None
 
 
 def route_statistics(
@@ -212,12 +218,11 @@ def route_statistics(
     comes from the quantiles of a statistics preset only.
     """
     chosen = {k: v for k, v in received.items() if v is not None}
-    if not chosen and reads_statistics(estimator, model):
-        if model is None:
-            model = default_statistics_preset(estimator)
+    preset = None if chosen else statistics_preset(estimator, model)
+    if preset is not None:
         return statistics_estimates(
             estimator,
-            model,
+            preset,
             x,
             y,
             interval=interval,
