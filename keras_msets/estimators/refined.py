@@ -58,9 +58,9 @@ Out of what the preset was trained on: a side with more columns than
 `"fallback"` answers with the classical estimator
 (`answer_rules.CLASSICAL`, with a `UserWarning`; its interval is
 `(nan, nan)`: no calibrated interval exists for it), `"warn"` keeps
-the model's answer with a warning, and
-`"raise"` raises a `ValueError`. Sizes above `set_size` give a warning
-(once per process) and the model's answer. Pairs of the sizes named by
+the model's answer with a warning, and `"raise"` raises a `ValueError`.
+Sizes above `set_size` give a warning (once per process) and the
+model's answer. Pairs of the sizes named by
 `serves["size_rule"]` (optional) are answered by an untrained rule
 instead of the model (`keras_msets.estimators.size_rule`). The other
 large pairs are checked against the untrained rule named by
@@ -197,12 +197,6 @@ def statistics_preset(estimator, model):
     if isinstance(model, (str, os.PathLike)) and is_statistics_preset(model):
         return model
     return None
-
-
-def reads_statistics(estimator, model):
-    """Whether `model` (None: the default preset of `estimator`) is a
-    preset over statistics."""
-    return statistics_preset(estimator, model) is not None
 
 
 def route_statistics(
