@@ -188,6 +188,30 @@ def _build_before_tracing_on_tensorflow():
 _build_before_tracing_on_tensorflow()
 
 
+def _skip_grappler_on_tensorflow():
+    """TensorFlow runs each new graph without Grappler's rewrites.
+
+    Grappler (TensorFlow's graph optimiser) rewrites every new graph on its
+    first run: constant folding, arithmetic simplification, op fusions and
+    the like. The suite runs hundreds of small graphs a few times each, so
+    those rewrites cost more than they save (tests/training/test_mst_tasks.py
+    and tests/layers/test_multiset_attention_block.py, one process: 161 ->
+    136 CPU-s). They change no result beyond float rounding, which the
+    tests' tolerances cover, as with XLA's flags above.
+    `KERAS_MSETS_TF_GRAPPLER=1` turns them back on.
+    """
+    if BACKEND != "tensorflow" or os.environ.get("KERAS_MSETS_TF_GRAPPLER"):
+        return
+    import tensorflow as tf
+
+    tf.config.optimizer.set_experimental_options(
+        {"disable_meta_optimizer": True}
+    )
+
+
+_skip_grappler_on_tensorflow()
+
+
 # Tests whose outcome no Keras backend can change (packaging, numpy-only
 # data and statistics code, a tutorial's refusal of its output folder):
 # those marked `backend_independent` and those under the paths below.
