@@ -194,9 +194,9 @@ def _skip_grappler_on_tensorflow():
     Grappler (TensorFlow's graph optimiser) rewrites every new graph on its
     first run: constant folding, arithmetic simplification, op fusions and
     the like. The suite runs hundreds of small graphs a few times each, so
-    those rewrites cost more than they save (tests/training/test_mst_tasks.py
-    and tests/layers/test_multiset_attention_block.py, one process: 161 ->
-    136 CPU-s). They change no result beyond float rounding, which the
+    those rewrites cost more than they save (`make test-fast` on
+    tensorflow: 236 -> 211 s; benchmarks/RESULTS.md, "Time of the whole
+    test suite"). They change no result beyond float rounding, which the
     tests' tolerances cover, as with XLA's flags above.
     `KERAS_MSETS_TF_GRAPPLER=1` turns them back on.
     """

@@ -22,6 +22,7 @@ called as layers (`writes_out`).
 import keras
 from keras import ops
 
+from keras_msets.ops.products import matmul_last_axis
 from keras_msets.utils.validation import check_positive_float
 from keras_msets.utils.validation import check_positive_int
 
@@ -70,13 +71,13 @@ def _einsum_dense_product(equation, x, kernel):
         shape = _static_shape(tuple(x.shape[:2]) + tuple(kernel.shape[1:]))
         if shape is not None:
             flat = ops.reshape(kernel, (kernel.shape[0], -1))
-            return ops.reshape(ops.matmul(x, flat), shape)
+            return ops.reshape(matmul_last_axis(x, flat), shape)
     if equation == "abcd,cde->abe":  # [b, n, heads, size] -> [b, n, dim]
         width = kernel.shape[0] * kernel.shape[1]
         shape = _static_shape(tuple(x.shape[:2]) + (width,))
         if shape is not None:
             flat = ops.reshape(kernel, (width, kernel.shape[-1]))
-            return ops.matmul(ops.reshape(x, shape), flat)
+            return matmul_last_axis(ops.reshape(x, shape), flat)
     return ops.einsum(equation, x, kernel)
 
 
@@ -90,7 +91,7 @@ def apply_dense(layer, x):
     if isinstance(layer, keras.layers.EinsumDense):
         y = _einsum_dense_product(layer.equation, x, layer.kernel)
     else:
-        y = ops.matmul(x, layer.kernel)
+        y = matmul_last_axis(x, layer.kernel)
     if layer.bias is not None:
         y = ops.add(y, layer.bias)
     if layer.activation is not None:

@@ -1,9 +1,9 @@
 import keras
-from keras import ops
 
 from keras_msets.layers._complex_weights import ComplexWeightsLayer
 from keras_msets.layers._complex_weights import complex_units
 from keras_msets.ops.checks import as_features
+from keras_msets.ops.products import matmul_last_axis
 from keras_msets.utils.validation import check_positive_int
 
 
@@ -86,7 +86,7 @@ class ComplexDense(ComplexWeightsLayer):
         # The mask is not used here: Keras passes it on unchanged.
         complex_units(inputs.shape, min_rank=2)
         inputs = as_features(inputs, self.compute_dtype)
-        outputs = ops.matmul(inputs, self.block_kernel())
+        outputs = matmul_last_axis(inputs, self.block_kernel())
         return self.add_bias_and_activate(outputs)
 
     def compute_output_shape(self, input_shape):

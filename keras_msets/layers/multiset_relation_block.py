@@ -5,6 +5,7 @@ from keras_msets import ops as msets_ops
 from keras_msets.layers._feed_forward_block import FeedForwardBlock
 from keras_msets.layers._multihead_attention_block import check_set_shape
 from keras_msets.layers._multiset_block import MultisetBlock
+from keras_msets.ops.products import matmul_last_axis
 from keras_msets.utils.validation import check_positive_int
 
 
@@ -68,8 +69,8 @@ class RelationBlock(FeedForwardBlock):
             # No query at all: the output is empty, and so is every pair.
             return self.feed_forward(self.relation_norm(query))
         dim = query.shape[-1]
-        from_query = ops.matmul(query, self.pair_kernel[:dim])
-        from_value = ops.matmul(value, self.pair_kernel[dim:])
+        from_query = matmul_last_axis(query, self.pair_kernel[:dim])
+        from_value = matmul_last_axis(value, self.pair_kernel[dim:])
         # [batch, n, m, relation_dim]: theta's hidden layer for every pair.
         pairs = ops.relu(
             ops.expand_dims(from_query, 2)
