@@ -231,6 +231,7 @@ BACKEND_INDEPENDENT_PATHS = (
     "stats/test_kl_excess.py",
     "stats/test_kl_statistics.py",
     "stats/test_mi_statistics.py",
+    "stats/test_ranks.py",
     "stats/test_two_sample_statistics.py",
     "stats/test_two_sample_tests.py",
     "utils/test_scripts.py",

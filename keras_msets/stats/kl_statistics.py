@@ -57,6 +57,7 @@ import numpy as np
 
 from keras_msets.stats.classical import as_samples
 from keras_msets.stats.nearest_neighbours import nearest_distances
+from keras_msets.stats.ranks import column_order
 
 NEIGHBOURS = (1, 2, 3, 5, 10)
 # Smallest distance used in a log-ratio (coordinates have unit scale).
@@ -107,8 +108,9 @@ def copula_normal(x, y):
     """Both sets in pooled copula-normal coordinates.
 
     Each coordinate of the pooled sample `[x; y]` is replaced by
-    `Phi^-1((rank - 1/2) / (n + m))` (ties broken by order): one
-    increasing map per coordinate, the same for `x` and `y`.
+    `Phi^-1((rank - 1/2) / (n + m))` (ties in a seeded random order,
+    `keras_msets.stats.ranks.column_order`): one increasing map per
+    coordinate, the same for `x` and `y`.
     """
     from scipy import special
 
@@ -116,6 +118,9 @@ def copula_normal(x, y):
     total = pooled.shape[0]
     # Rows of the transposed copy are contiguous: faster sorts.
     order = np.argsort(pooled.T, axis=1, kind="stable")
+    ordered = np.take_along_axis(pooled.T, order, axis=1)
+    if np.any(ordered[:, 1:] == ordered[:, :-1]):
+        order = np.ascontiguousarray(column_order(pooled).T)
     grid = special.ndtri((np.arange(total) + 0.5) / total)
     z = np.empty(order.shape)
     np.put_along_axis(z, order, grid[None, :], axis=1)

@@ -78,6 +78,7 @@ from keras_msets.stats.ksg import MAX_DENSE
 from keras_msets.stats.ksg import NEIGHBOURS
 from keras_msets.stats.ksg import ksg_estimates
 from keras_msets.stats.nearest_neighbours import two_threads
+from keras_msets.stats.ranks import column_order
 
 MIN_POINTS = 10  # pairs needed
 # Largest block for the KSG counts: BLOCK_BUDGET / (d_x + d_y) rows,
@@ -147,13 +148,14 @@ def check_pair(x, y):
     return x, y
 
 
-def copula_normal(a):
+def copula_normal(a, salt=0):
     """Each column of `a` replaced by `Phi^-1((rank - 1/2) / n)` (ranks
-    0-based plus one half; ties broken by row order)."""
+    0-based plus one half; ties in a seeded random order,
+    `keras_msets.stats.ranks.column_order` with `salt`)."""
     from scipy import special
 
     n = a.shape[0]
-    order = np.argsort(a, axis=0, kind="stable")
+    order = column_order(a, salt)
     ranks = np.empty_like(order)
     ranks[order, np.arange(a.shape[1])[None, :]] = np.arange(n)[:, None]
     # One normal quantile per rank, looked up for every entry.
@@ -216,7 +218,7 @@ def mi_statistics(x, y, seed=0):
         float64 array `[len(FEATURES)]`.
     """
     x, y = check_pair(x, y)
-    zx, zy = copula_normal(x), copula_normal(y)
+    zx, zy = copula_normal(x), copula_normal(y, salt=1)
     n, dim_x, dim_y = x.shape[0], x.shape[1], y.shape[1]
     corr = shrunk_correlation(np.concatenate([zx, zy], axis=1))
     blocks = _blocks(n, dim_x + dim_y)
@@ -303,7 +305,7 @@ def whole_sample_estimate(
     n, total_dim = x.shape[0], x.shape[1] + y.shape[1]
     if not whole_sample_affordable(n, total_dim):
         return None
-    zx, zy = copula_normal(x), copula_normal(y)
+    zx, zy = copula_normal(x), copula_normal(y, salt=1)
     dim_x = zx.shape[1]
     corr = shrunk_correlation(np.concatenate([zx, zy], axis=1))
     base = corrected_gaussian_information(zx, zy)

@@ -250,3 +250,24 @@ def test_zoo_load_from_four_threads_gives_the_serial_answers():
         )
     )
     np.testing.assert_allclose(np.stack(parallel), np.stack([serial] * 4))
+
+
+def test_rounded_and_discrete_data_are_read_as_their_values():
+    """Ties (rounded or discrete data) are ranked in a random order, not
+    by row: before, the tied groups of x and y were concordant (MI) and
+    the tied values of x ranked below those of y (KL)."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, size=(500, 1)).astype(float)
+    y = x + rng.integers(0, 2, size=(500, 1))
+    # I(X; Y) = H(Y) - log 2, Y in 0..3 with probabilities 1, 2, 2, 1 / 6.
+    p = np.array([1, 2, 2, 1]) / 6
+    truth = -np.sum(p * np.log(p)) - np.log(2)
+    # Measured: 0.661 in (0.552, 0.781); ranked by row it read 3.86.
+    answer = estimators.mutual_information(x, y, interval=0.9)
+    assert answer.low <= truth <= answer.high
+    assert abs(answer.value - truth) < 0.1
+    # Rounding can only lose information: a Gaussian pair with KL 0.125,
+    # rounded to a grid of 0.1 (measured 0.092; ranked by row, 1.32).
+    a = np.round(rng.normal(size=(1000, 1)), 1)
+    b = np.round(rng.normal(size=(1000, 1)) + 0.5, 1)
+    assert estimators.kl_divergence(a, b) < 0.15

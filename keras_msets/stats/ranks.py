@@ -1,0 +1,45 @@
+"""Orders of the values of each column, ties broken at random.
+
+The statistics presets read their samples on copula-normal coordinates:
+each value replaced by the normal quantile of its rank. Continuous data
+have no ties, and there the order is the sorted order. Rounded or
+discrete data repeat values; breaking such ties by row order (as a
+stable sort does) makes tied groups concordant between columns that are
+independent within the group (a spurious dependence: a discrete pair
+with mutual information 0.64 nats read as 3.9) and, for a pooled
+`[x; y]`, ranks the tied values of `x` below those of `y` (a spurious
+shift: KL 0.125 read as 1.3). Here tied values are put in a random
+order, drawn independently per column and per `salt` from a fixed seed,
+so the answers stay reproducible. In rank space this spreads each tied
+group uniformly over its ranks without overlapping the others, a
+one-to-one map of the discrete values, so the statistics read the
+dependence (or the difference) of the discrete values themselves.
+"""
+
+import numpy as np
+
+# Seed of the random order of tied values.
+TIE_SEED = 0
+
+
+def column_order(values, salt=0):
+    """`np.argsort(values, axis=0)` with ties in a seeded random order.
+
+    Args:
+        values: a float array `[n, d]`.
+        salt: an int that gives the ties of another sample another
+            random order (for example 1 for `y` where `x` uses 0).
+
+    Returns:
+        An int array `[n, d]`: column `j` sorts `values[:, j]`.
+    """
+    order = np.argsort(values, axis=0, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=0)
+    tied = np.any(ordered[1:] == ordered[:-1], axis=0)
+    if not np.any(tied):
+        return order
+    rng = np.random.default_rng([TIE_SEED, salt])
+    keys = rng.random(values.shape)
+    for j in np.nonzero(tied)[0]:
+        order[:, j] = np.lexsort((keys[:, j], values[:, j]))
+    return order
