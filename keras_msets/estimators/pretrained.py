@@ -417,7 +417,9 @@ def same_distribution_probability(
     points per set the distance-based statistics use a random subset of
     200, and above 10,000 the others use 10,000 (`keras_msets.stats.
     two_sample_statistics`), so the time grows linearly up to there and
-    then stays flat. See `keras_msets.estimators.two_sample`.
+    then stays flat. Tied radii (rounded or discrete data) are ranked in
+    a seeded random order (`keras_msets.stats.ranks`). See
+    `keras_msets.estimators.two_sample`.
 
     `mst_two_sample` (Selby et al. Sec. 5.2.3, Table 4 "synthetic") is a
     d = 8 specialist, used only when named as `model`: a dimension-

@@ -1,7 +1,10 @@
 """Orders of the values of each column, ties broken at random.
 
 The statistics presets read their samples on copula-normal coordinates:
-each value replaced by the normal quantile of its rank. Continuous data
+each value replaced by the normal quantile of its rank (KL divergence,
+mutual information), or rank the radii of whitened points (two-sample:
+there by row order the ties of `x` would rank below those of `y` in the
+observed labelling only, against every permuted one). Continuous data
 have no ties, and there the order is the sorted order. Rounded or
 discrete data repeat values; breaking such ties by row order (as a
 stable sort does) makes tied groups concordant between columns that are

@@ -271,3 +271,16 @@ def test_rounded_and_discrete_data_are_read_as_their_values():
     a = np.round(rng.normal(size=(1000, 1)), 1)
     b = np.round(rng.normal(size=(1000, 1)) + 0.5, 1)
     assert estimators.kl_divergence(a, b) < 0.15
+
+
+def test_two_samples_of_one_discrete_distribution_look_alike():
+    # Tied radii in a random order: by row order, x's ties ranked below
+    # y's in the observed labelling only (0.34, 0.23, 0.49 here).
+    answers = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        x = rng.integers(0, 3, size=(1000, 2)).astype(float)
+        y = rng.integers(0, 3, size=(1000, 2)).astype(float)
+        answers.append(estimators.same_distribution_probability(x, y))
+    # Measured 0.71, 0.81, 0.80.
+    assert np.mean(answers) > 0.6
