@@ -35,8 +35,8 @@ from keras_msets.stats import two_sample_statistics
 GRIDS = (0.0, 0.001, 0.01, 0.1, 0.5, 1.0)
 
 
-def _row_order(values, salt=0):
-    return np.argsort(values, axis=0, kind="stable")
+def _row_order(values, salt=0, axis=0):
+    return np.argsort(values, axis=axis, kind="stable")
 
 
 _MODULES = (mi_statistics, kl_statistics, two_sample_statistics)

@@ -117,10 +117,7 @@ def copula_normal(x, y):
     pooled = np.concatenate([x, y])
     total = pooled.shape[0]
     # Rows of the transposed copy are contiguous: faster sorts.
-    order = np.argsort(pooled.T, axis=1, kind="stable")
-    ordered = np.take_along_axis(pooled.T, order, axis=1)
-    if np.any(ordered[:, 1:] == ordered[:, :-1]):
-        order = np.ascontiguousarray(column_order(pooled).T)
+    order = column_order(np.ascontiguousarray(pooled.T), axis=1)
     grid = special.ndtri((np.arange(total) + 0.5) / total)
     z = np.empty(order.shape)
     np.put_along_axis(z, order, grid[None, :], axis=1)

@@ -26,24 +26,30 @@ import numpy as np
 TIE_SEED = 0
 
 
-def column_order(values, salt=0):
-    """`np.argsort(values, axis=0)` with ties in a seeded random order.
+def column_order(values, salt=0, axis=0):
+    """`np.argsort(values, axis=axis)` with ties in a seeded random order.
 
     Args:
-        values: a float array `[n, d]`.
+        values: a float array `[n, d]` (axis 0: each column is sorted),
+            or its transpose `[d, n]` with `axis=1` (each row is sorted:
+            contiguous rows sort faster). The random order of the ties
+            is the same for both layouts.
         salt: an int that gives the ties of another sample another
             random order (for example 1 for `y` where `x` uses 0).
+        axis: the axis to sort along, 0 or 1.
 
     Returns:
-        An int array `[n, d]`: column `j` sorts `values[:, j]`.
+        An int array shaped like `values`, sorting it along `axis`.
     """
-    order = np.argsort(values, axis=0, kind="stable")
-    ordered = np.take_along_axis(values, order, axis=0)
-    tied = np.any(ordered[1:] == ordered[:-1], axis=0)
+    order = np.argsort(values, axis=axis, kind="stable")
+    # Views with the sorted axis first: [n, d] in both layouts.
+    sorted_lines = np.moveaxis(np.take_along_axis(values, order, axis), axis, 0)
+    tied = np.any(sorted_lines[1:] == sorted_lines[:-1], axis=0)
     if not np.any(tied):
         return order
-    rng = np.random.default_rng([TIE_SEED, salt])
-    keys = rng.random(values.shape)
+    lines = np.moveaxis(values, axis, 0)
+    order_lines = np.moveaxis(order, axis, 0)
+    keys = np.random.default_rng([TIE_SEED, salt]).random(lines.shape)
     for j in np.nonzero(tied)[0]:
-        order[:, j] = np.lexsort((keys[:, j], values[:, j]))
+        order_lines[:, j] = np.lexsort((keys[:, j], lines[:, j]))
     return order

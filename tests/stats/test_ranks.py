@@ -42,3 +42,11 @@ def test_tied_groups_carry_no_dependence_or_shift():
     # the same mean, where by row x's ties ranked first.
     cx, cy = kl_statistics.copula_normal(x, y)
     assert abs(cx.mean() - cy.mean()) < 0.2
+
+
+def test_both_layouts_give_the_same_order():
+    values = np.repeat(np.arange(5.0), 20)[:, None] * np.ones((1, 3))
+    values[:, 2] = np.random.default_rng(2).normal(size=100)
+    np.testing.assert_array_equal(
+        column_order(values).T, column_order(values.T.copy(), axis=1)
+    )
