@@ -249,11 +249,16 @@ def _serves(preset):
 
 
 def _out_of_range(serves, features):
-    """Per row, the names of the statistics outside the trained ranges."""
+    """Per row, the names of the statistics outside the trained ranges
+    (a statistic that is not finite is outside)."""
     names = serves["features"]
     low, high = np.asarray(serves["feature_ranges"], dtype=np.float64).T
     margin = RANGE_MARGIN * (high - low)
-    bad = (features < low - margin) | (features > high + margin)
+    bad = (
+        (features < low - margin)
+        | (features > high + margin)
+        | ~np.isfinite(features)
+    )
     return [[names[j] for j in np.nonzero(row)[0]] for row in bad]
 
 

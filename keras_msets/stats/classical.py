@@ -218,16 +218,17 @@ def knn_kl_divergence(x, y, k=1):
     nu, l_i = _kth_positive_distance(cKDTree(y), x, k, exclude_self=False)
     if np.any(k_i < 0):
         i = int(np.flatnonzero(k_i < 0)[0])
+        # x is rescaled here: name the row, not its (rescaled) values.
         raise ValueError(
-            "`x` has no point at a positive distance from "
-            f"x[{i}]={x[i].tolist()}: all rows of `x` are equal, so the "
-            "within-sample distance is 0 and the estimate is undefined"
+            f"`x` has no point at a positive distance from x[{i}]: all "
+            f"{n} rows of `x` are equal, so the within-sample distance is "
+            "0 and the estimate is undefined"
         )
     if np.any(l_i < 0):
         i = int(np.flatnonzero(l_i < 0)[0])
         raise ValueError(
-            f"every row of `y` equals x[{i}]={x[i].tolist()}: no positive "
-            "distance from it to `y` exists and the estimate is undefined"
+            f"every row of `y` equals x[{i}]: no positive distance from "
+            "it to `y` exists and the estimate is undefined"
         )
     terms = d * np.log(nu / rho) + digamma(k_i) - digamma(l_i)
     return float(np.mean(terms) + np.log(m / (n - 1)))

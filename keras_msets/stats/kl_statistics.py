@@ -243,11 +243,20 @@ def gaussian_reference(x, y, seed=0, draw=0):
 
 
 def _shape(pooled):
+    """Mean |skewness|, mean and largest log kurtosis of the columns.
+
+    A constant column (every value equal) has no defined skewness or
+    kurtosis; it counts as Gaussian (skewness 0, kurtosis 3), as the
+    copula-normal coordinates see it (its tied values ranked at random
+    are normal scores).
+    """
+    constant = np.ptp(pooled, axis=0) == 0
     centred = pooled - pooled.mean(axis=0)
+    centred[:, constant] = 0.0
     squared = centred * centred  # products: powers cost a pow() each
-    var = np.maximum(squared.mean(axis=0), 1e-300)
+    var = np.where(constant, 1.0, squared.mean(axis=0))
     skew = (squared * centred).mean(axis=0) / var**1.5
-    kurt = (squared * squared).mean(axis=0) / var**2
+    kurt = np.where(constant, 3.0, (squared * squared).mean(axis=0) / var**2)
     log_kurt = np.log(np.maximum(kurt, 1e-3))
     return [
         float(np.mean(np.abs(skew))),

@@ -140,7 +140,7 @@ def test_knn_kl_duplicates_are_finite_and_adaptive():
 
 def test_knn_kl_degenerate_inputs_raise():
     x = np.ones((10, 2))
-    with pytest.raises(ValueError, match="all rows of `x` are equal"):
+    with pytest.raises(ValueError, match="all 10 rows of `x` are equal"):
         knn_kl_divergence(x, np.zeros((5, 2)))
     x = np.arange(20.0).reshape(10, 2)
     with pytest.raises(ValueError, match="every row of `y` equals"):

@@ -15,6 +15,7 @@ from scipy import stats
 from keras_msets import estimators
 from keras_msets import zoo
 from keras_msets.estimators import pretrained
+from keras_msets.estimators import refined
 from keras_msets.models.mst.multiset_transformer import build_multiset_model
 from keras_msets.testing.threads import run_in_threads
 
@@ -284,3 +285,38 @@ def test_two_samples_of_one_discrete_distribution_look_alike():
         answers.append(estimators.same_distribution_probability(x, y))
     # Measured 0.71, 0.81, 0.80.
     assert np.mean(answers) > 0.6
+
+
+def test_constant_columns_give_finite_answers_and_intervals():
+    """A column with one value in both sets carries no divergence: its
+    shape statistics count as Gaussian. Before, they were 0 / 0, and the
+    NaN statistics passed the range check: a NaN interval, or NaN for
+    sets that are constant altogether (here float32 values near 1e8,
+    which round to one number)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 3))
+    y = rng.normal(size=(500, 3)) + 0.5
+    ones = np.ones((500, 1))
+    with warnings.catch_warnings():
+        # No 0 / 0 and no fallback to the classical estimator.
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("error", UserWarning)
+        answer = estimators.kl_divergence(
+            np.c_[x, ones], np.c_[y, ones], interval=0.9
+        )
+        # Measured 0.324 in (0.255, 0.480); the truth is 3 / 8.
+        assert answer.low <= 0.375 <= answer.high
+        constant = estimators.kl_divergence(
+            (x + 1e8).astype("float32"),
+            (y + 1e8).astype("float32"),
+            interval=0.9,
+        )
+    assert np.all(np.isfinite(constant)), constant
+    # Measured 0.011 in (0, 0.075): one point mass against itself.
+    assert constant.low == 0.0 and constant.value < 0.1
+
+
+def test_statistics_that_are_not_finite_are_outside_the_trained_range():
+    serves = {"features": ["a", "b"], "feature_ranges": [[0, 1], [0, 1]]}
+    features = np.array([[0.5, np.nan], [0.5, 0.5], [np.inf, 0.5]])
+    assert refined._out_of_range(serves, features) == [["b"], [], ["a"]]
