@@ -37,7 +37,12 @@ def dtype_of(x):
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         dtype = np.asarray(x).dtype
-    return keras.backend.standardize_dtype(dtype)
+    try:
+        return keras.backend.standardize_dtype(dtype)
+    except ValueError:
+        # Strings, bytes and objects, which Keras has no name for: numpy's
+        # name, so the caller's error can say what it received.
+        return str(np.dtype(dtype))
 
 
 def check_integer_dtype(name, x, what="token ids"):
@@ -47,9 +52,10 @@ def check_integer_dtype(name, x, what="token ids"):
     """
     dtype = dtype_of(x)
     if "int" not in dtype:
+        why = f"; float {what} would be truncated" if "float" in dtype else ""
         raise TypeError(
-            f"`{name}` must hold integer {what} (an int dtype; float {what} "
-            f"would be truncated). Received: {name} with dtype={dtype}"
+            f"`{name}` must hold integer {what} (an int dtype{why}). "
+            f"Received: {name} with dtype={dtype}"
         )
 
 

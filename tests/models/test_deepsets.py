@@ -178,6 +178,9 @@ def test_token_ids_are_checked_before_every_step(name):
         model(floats)
     with pytest.raises(TypeError, match="`x` must hold integer"):
         model.predict(floats, verbose=0)
+    # Strings: the dtype received (Keras's error was "Invalid dtype").
+    with pytest.raises(TypeError, match="integer token ids.*dtype=<U1"):
+        model.predict(good.astype(str), verbose=0)
     # Valid ids still go through every path.
     expected = keras.ops.convert_to_numpy(model(good))
     np.testing.assert_allclose(model.predict(good, verbose=0), expected)

@@ -158,12 +158,38 @@ def test_classifier_takes_raw_strings_and_ids():
     assert np.isfinite(loss)
     with pytest.raises(ValueError, match="not one string"):
         model.predict("a film")
+    # Calling takes ids, as every Keras layer (Keras's own error was
+    # "Invalid dtype: str...").
+    with pytest.raises(ValueError, match="takes token ids.*model.predict"):
+        model(np.array(texts))
+
+
+def test_cnn_refuses_rows_shorter_than_its_widest_kernel():
+    # Before: an empty convolution, a backend error (torch, tensorflow),
+    # or on jax a `predict` broken for the model's later calls.
+    model = TextClassifier(
+        "cnn",
+        "none",
+        vocabulary_size=len(WORDS),
+        sequence_length=6,
+        num_classes=2,
+        embedding_dim=4,
+        filters=2,
+        kernel_sizes=(2, 3),
+    )
+    short = np.ones((2, 2), "int32")
+    message = r"at least 3 token ids per row.*Received: x.shape=\(2, 2\)"
+    with pytest.raises(ValueError, match=message):
+        model.predict(short, verbose=0)
+    assert model.predict(np.ones((2, 3), "int32"), verbose=0).shape == (2, 2)
 
 
 def test_classifier_without_preprocessor_says_so():
     model = _classifier()
     with pytest.raises(ValueError, match="has no `preprocessor`"):
         model.predict(["a film"], verbose=0)
+    with pytest.raises(ValueError, match="has no `preprocessor`"):
+        model(np.array(["a film"]))
     assert model.get_config()["preprocessor"] is None
 
 

@@ -26,6 +26,7 @@ from keras_msets.layers.position_embeddings import EMBEDDING_VARIANTS
 from keras_msets.layers.position_embeddings import is_complex_variant
 from keras_msets.layers.position_embeddings import make_text_embedding
 from keras_msets.models._id_inputs import TokenIdInputs
+from keras_msets.models._id_inputs import _arrays
 from keras_msets.models.text.preprocessor import TextInputs
 from keras_msets.models.text.preprocessor import deserialize_preprocessor
 from keras_msets.models.text.preprocessor import serialize_preprocessor
@@ -392,6 +393,24 @@ class TextClassifier(TextInputs, TokenIdInputs, keras.Model):
         self.gate_product = gate_product
         self.embedding_options = embedding_options
         self.preprocessor = deserialize_preprocessor(preprocessor)
+
+    def _check_token_id_inputs(self, x, name="x"):
+        super()._check_token_id_inputs(x, name=name)
+        if getattr(self, "architecture", None) != "cnn":
+            return
+        # A narrow convolution of a row shorter than its kernel is empty:
+        # an internal error inside the backend, or on jax a broken
+        # `predict` for the model's later calls.
+        shortest = max(self.kernel_sizes)
+        for entry, array in _arrays(name, x):
+            length = array.shape[-1] if len(array.shape) else None
+            if length is not None and length < shortest:
+                raise ValueError(
+                    f"`{entry}` must have at least {shortest} token ids per "
+                    f"row, the widest kernel of the CNN (kernel_sizes="
+                    f"{list(self.kernel_sizes)}; pad with id 0). Received: "
+                    f"{entry}.shape={tuple(array.shape)}"
+                )
 
     @property
     def is_complex(self):

@@ -226,6 +226,19 @@ class TextInputs:
         texts = x.tolist() if isinstance(x, np.ndarray) else x
         return self.preprocessor(check_texts(texts, name))
 
+    def __call__(self, *args, **kwargs):
+        inputs = args[0] if args else kwargs.get("inputs")
+        if is_text(inputs) and getattr(self, "preprocessor", None) is None:
+            self._ids(inputs, "inputs")  # raises: no preprocessor
+        if is_text(inputs):
+            raise ValueError(
+                f"Calling a {type(self).__name__} (`model(x)`) takes token "
+                "ids, as every Keras layer takes tensors. For raw strings "
+                "use `model.predict(x)` (also `evaluate` and `fit`), or "
+                "`model(model.preprocessor(x))`. Received: strings"
+            )
+        return super().__call__(*args, **kwargs)
+
     def predict(self, x, *args, **kwargs):
         return super().predict(self._ids(x), *args, **kwargs)
 
