@@ -28,8 +28,15 @@ What the estimators refuse, and what they do outside the training data:
 
 - Inputs must be real: complex, string or object arrays raise a
   `TypeError` naming the argument; NaN or inf, a wrong rank, different
-  `d` in `x` and `y`, no sets, no columns, or too few points (`d + 1`,
-  `2d + 1` for the joint reading) raise a `ValueError`.
+  `d` in `x` and `y`, no sets, no columns, too few points (`d + 1`,
+  `2d + 1` for the joint reading), or a numpy masked array with masked
+  entries (whose hidden values would be read as data) raise a
+  `ValueError`.
+- Ties (rounded or discrete data) are ranked in a random order by the
+  statistics presets (the defaults). A column that holds one value in
+  every row of both sets (or a pair constant altogether) is one tie: it
+  adds nothing to the KL divergence and counts as Gaussian in the shape
+  statistics; the answer is finite, with a finite interval.
 - Each pair is first divided by the largest absolute value of its two
   sets (one positive factor, which every estimate here is invariant to),
   so values near 1e155 or 1e-300 give the answer of the same data at

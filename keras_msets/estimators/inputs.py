@@ -16,6 +16,7 @@ import numpy as np
 
 from keras_msets import zoo
 from keras_msets.data.mixtures import pad_sets
+from keras_msets.stats.classical import refuse_masked
 from keras_msets.training.tasks import set_task
 from keras_msets.utils.validation import check_positive_int
 
@@ -51,6 +52,10 @@ def load_estimator(name):
 def _real_array(value, name):
     """`value` as a float64 array; None when it is not one rectangular
     numeric array (a list of sets of different sizes)."""
+    refuse_masked(name, value)
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            refuse_masked(f"{name}[{i}]", item)
     try:
         array = np.asarray(value)
     except (TypeError, ValueError):

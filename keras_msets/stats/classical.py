@@ -33,9 +33,26 @@ def _check_k(k):
     return int(k)
 
 
+def refuse_masked(name, value):
+    """Raises a `ValueError` for a numpy masked array with masked entries:
+    `np.asarray` would keep the values under the mask, so the estimate
+    would silently include the entries meant to be left out."""
+    if isinstance(value, np.ma.MaskedArray) and np.ma.count_masked(value):
+        raise ValueError(
+            f"`{name}` is a masked array with {np.ma.count_masked(value)} "
+            "masked entries; the estimators read every value, masked or "
+            "not. Pass the complete rows instead (for one set, "
+            f"`{name}[~np.ma.getmaskarray({name}).any(axis=1)]`; for "
+            "paired samples, the rows complete in both). Received: "
+            f"{name} of type {type(value).__name__}"
+        )
+
+
 def _check_real(name, value):
     """Raises a `TypeError` for complex input (a float64 conversion would
-    drop the imaginary parts without a word)."""
+    drop the imaginary parts without a word) and a `ValueError` for a
+    masked array with masked entries (`refuse_masked`)."""
+    refuse_masked(name, value)
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         try:

@@ -63,6 +63,20 @@ def test_complex_string_and_object_input_is_refused(fn, equivariant):
         call(x.astype(str), y, model=equivariant)
     with pytest.raises(TypeError, match=r"`y` must hold real.*object"):
         call(x, np.array(y, dtype=object), model=equivariant)
+    # A masked array's masked values would be read as data.
+    masked = np.ma.masked_array(x, mask=np.zeros(x.shape, bool))
+    masked[5, 1] = np.ma.masked
+    with pytest.raises(ValueError, match=r"`x` is a masked array with 1 "):
+        call(masked, y, model=equivariant)
+    with pytest.raises(ValueError, match=r"`y\[1\]` is a masked array"):
+        call([x, x], [y, masked], model=equivariant)
+    classical = {
+        "kl_divergence": estimators.knn_kl_divergence,
+        "mutual_information": estimators.ksg_mutual_information,
+    }.get(fn)
+    if classical is not None:
+        with pytest.raises(ValueError, match=r"`y` is a masked array"):
+            classical(x, masked)
 
 
 def test_empty_and_degenerate_shapes_are_refused(equivariant):
