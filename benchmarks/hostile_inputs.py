@@ -486,6 +486,46 @@ def kl_too_few_points():
     return estimators.kl_divergence(_gauss(3, 4, 0), _gauss(130, 4, 1))
 
 
+@case("value")
+def kl_constant_column_in_both_sets():
+    from keras_msets import estimators
+
+    rng = np.random.default_rng(0)
+    ones = np.ones((500, 1))
+    x = np.c_[rng.normal(size=(500, 3)), ones]
+    y = np.c_[rng.normal(size=(500, 3)) + 0.5, ones]
+    answer = estimators.kl_divergence(x, y, interval=0.9)
+    _finite([answer.value, answer.low, answer.high])
+    # The truth is 3 / 8; the interval must hold it.
+    if not answer.low <= 0.375 <= answer.high:
+        raise Wrong(f"interval ({answer.low:.3f}, {answer.high:.3f})")
+    return abs(answer.value - 0.375)
+
+
+@case("value")
+def kl_float32_sets_near_1e8():
+    from keras_msets import estimators
+
+    # float32 rounds every value to 1e8: two equal point masses, KL 0.
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(500, 3)) + 1e8).astype("float32")
+    y = (rng.normal(size=(500, 3)) + 1e8).astype("float32")
+    answer = estimators.kl_divergence(x, y, interval=0.9)
+    _finite([answer.value, answer.low, answer.high])
+    if answer.value > 0.1:
+        raise Wrong(f"KL {answer.value:.3f} for two equal point masses")
+    return answer.value
+
+
+@case("error")
+def kl_masked_array():
+    from keras_msets import estimators
+
+    x = np.ma.masked_array(_gauss(500, 2, 0))
+    x[450:, 0] = np.ma.masked
+    return estimators.kl_divergence(x, _gauss(400, 2, 1))
+
+
 def _student_t_pairs(n, rho, df, seed):
     from scipy import stats
 
@@ -570,6 +610,46 @@ def zoo_load_four_threads():
     if errors:
         raise RuntimeError(errors[0])
     return _close(np.stack(results), np.stack([serial] * 4), 1e-6)
+
+
+@case("error")
+def cnn_preset_row_shorter_than_its_kernel():
+    from keras_msets import zoo
+
+    model = zoo.load("complex_order_cnn_mr")
+    return model.predict(np.array([[5, 6, 7]], "int32"), verbose=0)
+
+
+@case("error")
+def text_preset_called_on_strings():
+    from keras_msets import zoo
+
+    return zoo.load("complex_order_cnn_mr")(np.array(["a fine film"]))
+
+
+@case("error")
+def fen_preset_given_strings():
+    from keras_msets import zoo
+
+    return zoo.load("fen_dyck_64").predict(np.array(["(())"]), verbose=0)
+
+
+@case("value")
+def mst_preset_predict_after_a_refused_predict():
+    from keras_msets import zoo
+    from keras_msets.zoo import registry
+
+    model = zoo.load("mst_kl_divergence")
+    inputs = registry.example_input(zoo.info("mst_kl_divergence")["example"])
+    expected = model.predict_on_batch(inputs)
+    bad = dict(inputs, masks=np.asarray(inputs["masks"])[..., :100])
+    try:
+        model.predict(bad, verbose=0)
+    except ValueError:
+        pass
+    else:
+        raise Wrong("a mask of the wrong shape was accepted")
+    return _close(model.predict(inputs, verbose=0), expected, 1e-5)
 
 
 @case("error", names=r"deepsets_digit_sum.*config\.json")

@@ -12,6 +12,7 @@ Keras compiles anything.
 import keras
 import numpy as np
 
+from keras_msets.models._predict_guard import KeepWeightsOnFailedPredict
 from keras_msets.ops.checks import check_token_ids
 
 
@@ -45,7 +46,7 @@ def _arrays(name, x):
     return []
 
 
-class TokenIdInputs:
+class TokenIdInputs(KeepWeightsOnFailedPredict):
     """Mixin of the `keras.Model`s whose inputs are token ids.
 
     The model has a `vocabulary_size`; its ids must lie in
@@ -62,6 +63,9 @@ class TokenIdInputs:
       where the step runs eagerly (torch, or `run_eagerly=True`);
     - in `call` of a functional model (`model(x)`), where the values are
       known (eager calls); a subclassed model checks in its own `call`.
+
+    On JAX, a `predict` that raises keeps the model's weights
+    (`KeepWeightsOnFailedPredict`).
 
     List it before `keras.Model`: `class M(TokenIdInputs, keras.Model)`.
     """

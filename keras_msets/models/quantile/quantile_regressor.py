@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 
+from keras_msets.models._predict_guard import KeepWeightsOnFailedPredict
 from keras_msets.utils import validation
 
 
@@ -23,7 +24,7 @@ def check_quantiles(quantiles):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class QuantileRegressor(keras.Model):
+class QuantileRegressor(KeepWeightsOnFailedPredict, keras.Model):
     """An MLP from a vector of statistics to ordered quantiles of a target.
 
     A small fully connected network for the pretrained estimators that
