@@ -12,7 +12,7 @@ Keras compiles anything.
 import keras
 import numpy as np
 
-from keras_msets.models._predict_guard import KeepWeightsOnFailedPredict
+from keras_msets.models._keep_weights import KeepWeightsOnError
 from keras_msets.ops.checks import check_token_ids
 
 
@@ -46,7 +46,7 @@ def _arrays(name, x):
     return []
 
 
-class TokenIdInputs(KeepWeightsOnFailedPredict):
+class TokenIdInputs(KeepWeightsOnError):
     """Mixin of the `keras.Model`s whose inputs are token ids.
 
     The model has a `vocabulary_size`; its ids must lie in
@@ -64,8 +64,9 @@ class TokenIdInputs(KeepWeightsOnFailedPredict):
     - in `call` of a functional model (`model(x)`), where the values are
       known (eager calls); a subclassed model checks in its own `call`.
 
-    On JAX, a `predict` that raises keeps the model's weights
-    (`KeepWeightsOnFailedPredict`).
+    On JAX, a `fit`, `evaluate` or `predict` that raises keeps the
+    model's weights
+    (`KeepWeightsOnError`).
 
     List it before `keras.Model`: `class M(TokenIdInputs, keras.Model)`.
     """
