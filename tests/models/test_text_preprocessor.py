@@ -125,17 +125,19 @@ def test_vocabulary_file_and_config_round_trip(tmp_path):
     np.testing.assert_array_equal(again(TRICKY), from_file(TRICKY))
 
 
-def _classifier(preprocessor=None):
+def _classifier(
+    preprocessor=None, embedding="complex_order", kernel_sizes=(2,)
+):
     keras.utils.set_random_seed(0)
     return TextClassifier(
         "cnn",
-        "complex_order",
+        embedding,
         vocabulary_size=len(WORDS),
         sequence_length=6,
         num_classes=2,
         embedding_dim=4,
         filters=2,
-        kernel_sizes=(2,),
+        kernel_sizes=kernel_sizes,
         preprocessor=preprocessor,
     )
 
@@ -167,16 +169,7 @@ def test_classifier_takes_raw_strings_and_ids():
 def test_cnn_refuses_rows_shorter_than_its_widest_kernel():
     # Before: an empty convolution, a backend error (torch, tensorflow),
     # or on jax a `predict` broken for the model's later calls.
-    model = TextClassifier(
-        "cnn",
-        "none",
-        vocabulary_size=len(WORDS),
-        sequence_length=6,
-        num_classes=2,
-        embedding_dim=4,
-        filters=2,
-        kernel_sizes=(2, 3),
-    )
+    model = _classifier(embedding="none", kernel_sizes=(2, 3))
     short = np.ones((2, 2), "int32")
     message = r"at least 3 token ids per row.*Received: x.shape=\(2, 2\)"
     with pytest.raises(ValueError, match=message):
