@@ -65,8 +65,7 @@ class TokenIdInputs(KeepWeightsOnError):
       known (eager calls); a subclassed model checks in its own `call`.
 
     On JAX, a `fit`, `evaluate` or `predict` that raises keeps the
-    model's weights
-    (`KeepWeightsOnError`).
+    model's weights (`KeepWeightsOnError`).
 
     List it before `keras.Model`: `class M(TokenIdInputs, keras.Model)`.
     """
