@@ -132,8 +132,22 @@ class ComplexConv1D(ComplexWeightsLayer):
         shape = (self.kernel_size, channels, self.filters)
         self.add_complex_weights(shape, self.filters)
 
+    def _check_length(self, shape):
+        # A window longer than the sequence: an empty output, which the
+        # backends report as internal errors (or not at all under a trace
+        # of unknown length, where the caller's check must do).
+        length = shape[1]
+        if self.padding == "valid" and length is not None:
+            if length < self.kernel_size:
+                raise ValueError(
+                    "With padding='valid' the sequence must be at least "
+                    f"`kernel_size`={self.kernel_size} steps long. Received: "
+                    f"inputs.shape={tuple(shape)}"
+                )
+
     def call(self, inputs, mask=None):
         complex_units(inputs.shape, rank=3)
+        self._check_length(tuple(inputs.shape))
         inputs = as_features(inputs, self.compute_dtype)
         if mask is not None:
             # Zeros, not garbage, reach the windows that overlap padding.
@@ -170,16 +184,11 @@ class ComplexConv1D(ComplexWeightsLayer):
 
     def compute_output_shape(self, input_shape):
         complex_units(input_shape, rank=3)
+        self._check_length(tuple(input_shape))
         length = input_shape[1]
         if length is not None:
             if self.padding == "same":
                 length = -(-length // self.strides)
-            elif length < self.kernel_size:
-                raise ValueError(
-                    "With padding='valid' the sequence must be at least "
-                    f"`kernel_size`={self.kernel_size} steps long. Received: "
-                    f"inputs.shape={tuple(input_shape)}"
-                )
             else:
                 length = (length - self.kernel_size) // self.strides + 1
         return (input_shape[0], length, 2 * self.filters)

@@ -287,6 +287,10 @@ class ComplexConv1DTest(testing.TestCase):
             ComplexConv1D(2, 3, padding="causal")
         with pytest.raises(ValueError, match=r"even.*shape=\(2, 5, 5\)"):
             ComplexConv1D(2, 3)(np.zeros((2, 5, 5), "float32"))
+        # Shorter than the window: was a backend error (torch's
+        # RuntimeError, tensorflow's InvalidArgumentError).
+        with pytest.raises(ValueError, match=r"`kernel_size`=3 steps long"):
+            ComplexConv1D(2, 3)(np.zeros((2, 2, 4), "float32"))
         layer = ComplexConv1D(2, (3,), strides=(2,), padding="SAME")
         self.assertEqual(
             (layer.kernel_size, layer.strides, layer.padding), (3, 2, "same")
