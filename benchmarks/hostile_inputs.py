@@ -652,6 +652,17 @@ def mst_preset_predict_after_a_refused_predict():
     return _close(model.predict(inputs, verbose=0), expected, 1e-5)
 
 
+@case("value")
+def preset_predict_of_no_rows():
+    from keras_msets import zoo
+
+    model = zoo.load("complex_deepsets_units_digit")
+    out = model.predict(np.zeros((0, 4), "int32"), verbose=0)
+    if np.shape(out) != (0, 1):
+        raise Wrong(f"shape {np.shape(out)}, expected (0, 1)")
+    return 0.0
+
+
 @case("error", names=r"deepsets_digit_sum.*config\.json")
 def preset_with_changed_config():
     from keras_msets import zoo

@@ -12,7 +12,7 @@ Keras compiles anything.
 import keras
 import numpy as np
 
-from keras_msets.models._keep_weights import KeepWeightsOnError
+from keras_msets.models._trainer_guards import TrainerGuards
 from keras_msets.ops.checks import check_token_ids
 
 
@@ -46,7 +46,7 @@ def _arrays(name, x):
     return []
 
 
-class TokenIdInputs(KeepWeightsOnError):
+class TokenIdInputs(TrainerGuards):
     """Mixin of the `keras.Model`s whose inputs are token ids.
 
     The model has a `vocabulary_size`; its ids must lie in
@@ -65,7 +65,8 @@ class TokenIdInputs(KeepWeightsOnError):
       known (eager calls); a subclassed model checks in its own `call`.
 
     On JAX, a `fit`, `evaluate` or `predict` that raises keeps the
-    model's weights (`KeepWeightsOnError`).
+    model's weights, and `predict` of no rows returns no rows
+    (`TrainerGuards`).
 
     List it before `keras.Model`: `class M(TokenIdInputs, keras.Model)`.
     """

@@ -17,7 +17,7 @@ from keras_msets.layers.masked_set_pooling import MaskedSetPooling
 from keras_msets.layers.pooling_by_multihead_attention import (
     PoolingByMultiheadAttention,
 )
-from keras_msets.models._keep_weights import KeepWeightsOnError
+from keras_msets.models._trainer_guards import TrainerGuards
 from keras_msets.utils.validation import check_bool
 from keras_msets.utils.validation import check_choice
 from keras_msets.utils.validation import check_int_list
@@ -54,7 +54,7 @@ def _check_input_dict(inputs):
         )
 
 
-class MultisetModel(KeepWeightsOnError, keras.Model):
+class MultisetModel(TrainerGuards, keras.Model):
     """Base of the multi-set models: projection, encoder, pooling, decoder.
 
     The model of eq. 12 of Selby et al.: every set `X_k` is projected to

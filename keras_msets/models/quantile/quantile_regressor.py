@@ -1,7 +1,7 @@
 import keras
 import numpy as np
 
-from keras_msets.models._keep_weights import KeepWeightsOnError
+from keras_msets.models._trainer_guards import TrainerGuards
 from keras_msets.utils import validation
 
 
@@ -24,7 +24,7 @@ def check_quantiles(quantiles):
 
 
 @keras.saving.register_keras_serializable(package="keras_msets")
-class QuantileRegressor(KeepWeightsOnError, keras.Model):
+class QuantileRegressor(TrainerGuards, keras.Model):
     """An MLP from a vector of statistics to ordered quantiles of a target.
 
     A small fully connected network for the pretrained estimators that

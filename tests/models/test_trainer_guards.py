@@ -1,7 +1,7 @@
-"""A refused `fit`, `evaluate` or `predict` leaves the model usable
-(Keras's JAX trainer detaches the variables' values while these run and,
-when the step raises, never puts them back;
-keras_msets.models._keep_weights)."""
+"""keras_msets.models._trainer_guards: a refused `fit`, `evaluate` or
+`predict` leaves the model usable (Keras's JAX trainer detaches the
+variables' values while these run and, when the step raises, never puts
+them back), and `predict` of no rows returns no rows."""
 
 import numpy as np
 import pytest
@@ -47,3 +47,6 @@ def test_a_refused_call_keeps_the_weights_and_the_optimizer_state():
     for before, after in zip(optimizer, model.optimizer.variables, strict=True):
         np.testing.assert_array_equal(before, np.asarray(after))
     model.fit(ids, labels, epochs=1, verbose=0)  # and it still trains
+    # No rows: Keras's `predict` ran no step and raised UnboundLocalError.
+    empty = model.predict(ids[:0], verbose=0)
+    assert empty.shape == (0, 1) and empty.dtype == expected.dtype
