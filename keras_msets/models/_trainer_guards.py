@@ -39,13 +39,11 @@ def _detached(variable):
 def _no_rows(x):
     """Whether every input of `x` is an array or tensor with no rows."""
     leaves = keras.tree.flatten(x)
-    return (
-        bool(leaves)
-        and all(
-            isinstance(leaf, np.ndarray) or keras.ops.is_tensor(leaf)
-            for leaf in leaves
-        )
-        and all(len(leaf.shape) and leaf.shape[0] == 0 for leaf in leaves)
+    return bool(leaves) and all(
+        (isinstance(leaf, np.ndarray) or keras.ops.is_tensor(leaf))
+        and len(leaf.shape) > 0
+        and leaf.shape[0] == 0
+        for leaf in leaves
     )
 
 

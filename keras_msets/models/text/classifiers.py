@@ -398,9 +398,10 @@ class TextClassifier(TextInputs, TokenIdInputs, keras.Model):
         super()._check_token_id_inputs(x, name=name)
         if getattr(self, "architecture", None) != "cnn":
             return
-        # A narrow convolution of a row shorter than its kernel is empty:
-        # an internal error inside the backend, or on jax a broken
-        # `predict` for the model's later calls.
+        # A narrow convolution of a row shorter than its kernel is empty.
+        # The convolution layers refuse it where the length is known; a
+        # step traced for any length (tensorflow) only fails inside the
+        # backend, so the concrete inputs are checked here, before Keras.
         shortest = max(self.kernel_sizes)
         for entry, array in _arrays(name, x):
             length = array.shape[-1] if len(array.shape) else None

@@ -228,9 +228,9 @@ class TextInputs:
 
     def __call__(self, *args, **kwargs):
         inputs = args[0] if args else kwargs.get("inputs")
-        if is_text(inputs) and getattr(self, "preprocessor", None) is None:
-            self._ids(inputs, "inputs")  # raises: no preprocessor
         if is_text(inputs):
+            if getattr(self, "preprocessor", None) is None:
+                self._ids(inputs, "inputs")  # raises: no preprocessor
             raise ValueError(
                 f"Calling a {type(self).__name__} (`model(x)`) takes token "
                 "ids, as every Keras layer takes tensors. For raw strings "
