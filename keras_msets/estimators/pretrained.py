@@ -163,11 +163,12 @@ def kl_divergence(
     through a small MLP trained on random pairs with exact divergences
     (`keras_msets.data.kl_problems`), which returns quantiles of the
     divergence: the median is the estimate and, with `interval`, two
-    quantiles give an interval. The model answers pairs whose smaller
-    set has 400 to 2,999 points and whose larger set has at most 12,000;
-    the others are answered by an untrained rule, the base plus the k-NN
-    excess where it is significant, with an interval from its spread
-    over three Gaussian reference pairs (`keras_msets.stats.kl_excess`).
+    quantiles give an interval. The model answers pairs in d >= 4 whose
+    smaller set has 400 to 2,999 points and whose larger set has at most
+    12,000; the others are answered by an untrained rule, the base plus
+    the k-NN excess where it is significant, with an interval from its
+    spread over six Gaussian reference pairs
+    (`keras_msets.stats.kl_excess`).
     Above a `d`-dependent size (2,000 to 10,000 points) the k-NN
     statistics are averaged over random blocks, so the cost grows
     linearly with `n`. Tied values (rounded or discrete data) get their

@@ -18,6 +18,12 @@ smaller set has at least `a` rows (from `b` rows up, or a larger set of
 more than `c` rows), so that small and large sets can use different
 parameters; without them every pair uses `arguments` and
 `interval_scale`.
+
+Optional `"middle_max_dim": D` with `"middle_arguments"` and
+`"middle_interval_scale"`: the rule also answers the pairs between those
+sizes (the smaller set has `a` to `b - 1` rows, the larger at most `c`)
+in `d <= D`, with these parameters; without it the model answers every
+pair between.
 """
 
 import importlib
@@ -34,14 +40,33 @@ def size_ruled(rule, x, y):
         smaller < int(rule["below_points"])
         or smaller >= int(rule["from_points"])
         or max(x.shape[0], y.shape[0]) > int(rule["above_points"])
+        or _middle(rule, x, y)
+    )
+
+
+def _middle(rule, x, y):
+    """Whether the pair lies between the sizes of `rule` (the smaller set
+    has `below_points` to `from_points - 1` rows, the larger at most
+    `above_points`) in `d <= middle_max_dim`."""
+    limit = rule.get("middle_max_dim")
+    if limit is None:
+        return False
+    smaller = min(x.shape[0], y.shape[0])
+    return (
+        x.shape[1] <= int(limit)
+        and int(rule["below_points"]) <= smaller < int(rule["from_points"])
+        and max(x.shape[0], y.shape[0]) <= int(rule["above_points"])
     )
 
 
 def rule_parameters(rule, x, y):
     """The arguments and interval scale of `rule` for the pair `x`, `y`:
-    `large_arguments` / `large_interval_scale` (where present) if the
-    smaller set has at least `below_points` rows, else `arguments` /
-    `interval_scale`."""
+    `middle_arguments` / `middle_interval_scale` between the sizes in
+    `d <= middle_max_dim` (`_middle`); else `large_arguments` /
+    `large_interval_scale` (where present) if the smaller set has at
+    least `below_points` rows; else `arguments` / `interval_scale`."""
+    if _middle(rule, x, y):
+        return rule["middle_arguments"], float(rule["middle_interval_scale"])
     large = min(x.shape[0], y.shape[0]) >= int(rule["below_points"])
     arguments = rule["arguments"]
     scale = rule["interval_scale"]

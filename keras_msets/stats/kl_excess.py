@@ -24,6 +24,8 @@ from keras_msets.stats.kl_statistics import copula_normal
 from keras_msets.stats.kl_statistics import corrected_gaussian_kl
 from keras_msets.stats.kl_statistics import gaussian_reference
 from keras_msets.stats.kl_statistics import shrunk_gaussian_kl
+from keras_msets.stats.nearest_neighbours import PARALLEL_POINTS
+from keras_msets.stats.nearest_neighbours import two_threads
 
 
 def whole_points(d):
@@ -59,17 +61,37 @@ def excess_terms(x, y, neighbours=(3,), draws=3, seed=0, points=None):
         )
     points = whole_points(x.shape[1]) if points is None else points
     cx, cy = copula_normal(x, y)
-    reference, reference_base = [], []
-    for draw in range(draws):
-        rx, ry = gaussian_reference(cx, cy, seed, draw)
-        reference.append(_blocked_knn(rx, ry, seed, neighbours, points)[0])
-        reference_base.append(_base_of(rx, ry))
+
+    def job(draw):
+        """k-NN estimates and base of the copula sets (`draw` None) or of
+        one reference pair."""
+        pair = (
+            (cx, cy) if draw is None else gaussian_reference(cx, cy, seed, draw)
+        )
+        return _blocked_knn(*pair, seed, neighbours, points)[0], _base_of(*pair)
+
+    jobs = [None, *range(draws)]
+    if _parallel(cx, cy):
+        results = list(two_threads().map(job, jobs))
+    else:
+        results = [job(draw) for draw in jobs]
+    (copula, base), references = results[0], results[1:]
     return {
-        "base": _base_of(cx, cy),
-        "copula": _blocked_knn(cx, cy, seed, neighbours, points)[0],
-        "reference": np.array(reference),
-        "reference_base": np.array(reference_base),
+        "base": base,
+        "copula": copula,
+        "reference": np.array([knn for knn, _ in references]),
+        "reference_base": np.array([b for _, b in references]),
     }
+
+
+def _parallel(x, y):
+    """Whether `excess_terms` runs its `draws + 1` jobs on the two threads
+    of `nearest_neighbours.two_threads`: sets of `PARALLEL_POINTS` rows or
+    more in `d <= 4`, where the k-d tree queries (which release the GIL)
+    dominate and a job never waits for the pool itself (the queries use
+    it only in `d >= 5`). Each job has its own seed: the same numbers
+    either way."""
+    return x.shape[1] < 5 and max(len(x), len(y)) >= PARALLEL_POINTS
 
 
 def excess_estimate(x, y, k=20, draws=3, threshold=1.5, seed=0, points=None):

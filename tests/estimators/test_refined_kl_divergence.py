@@ -133,13 +133,14 @@ def _serves():
     return zoo.info(PRESET)["serves"]
 
 
-@pytest.mark.parametrize("seed, inside", [(1, True), (0, False)])
+@pytest.mark.parametrize("seed, inside", [(1, True), (3, False)])
 def test_the_base_answers_where_the_knn_excess_is_within_the_gate(seed, inside):
     serves = _serves()
     gate = serves["base_gate"]
     rng = np.random.default_rng(seed)
-    x = rng.normal(size=(600, 2))
-    y = rng.normal(size=(500, 2)) + 0.5
+    # d = 4: the model's sizes and dimensions (the rule answers d <= 3).
+    x = rng.normal(size=(600, 4))
+    y = rng.normal(size=(500, 4)) + 0.5
     features = _features(x, y)
     assert (abs(features[gate["feature"]]) < gate["below"]) == inside
     base = max(features[serves["base_feature"]], 0.0)
@@ -174,24 +175,27 @@ def test_a_gate_bound_scaled_by_another_statistic():
 
 
 @pytest.mark.parametrize(
-    "n, m, ruled",
+    "n, m, d, ruled",
     [
-        (50, 60, True),
-        (500, 400, False),
-        (3000, 3000, True),
-        (12_001, 400, True),
+        (50, 60, 1, True),
+        (500, 400, 4, False),
+        (500, 400, 3, True),  # between the sizes in d <= 3
+        (3000, 3000, 1, True),
+        (12_001, 400, 1, True),
     ],
 )
-def test_the_size_rule_answers_small_and_large_sets(n, m, ruled):
+def test_the_size_rule_answers_small_and_large_sets_and_low_d(n, m, d, ruled):
     from keras_msets.estimators.size_rule import rule_parameters
     from keras_msets.estimators.size_rule import size_ruled
     from keras_msets.stats import kl_excess
 
     rule = _serves()["size_rule"]
-    x, y, _ = _shifted_pair(n, m, 1, 1.0, seed=8)
+    x, y, _ = _shifted_pair(n, m, d, 1.0, seed=8)
     assert size_ruled(rule, x, y) == ruled
     estimate = _kl(x, y, interval=0.9)
     arguments, scale = rule_parameters(rule, x, y)
+    middle = d <= 3 and 400 <= min(n, m) < 3000 and max(n, m) <= 12_000
+    assert (arguments == rule["middle_arguments"]) == middle
     value, sd = kl_excess.excess_estimate(x, y, **arguments)
     half = 1.6448536 * scale * sd
     want = (max(value, 0), max(value - half, 0), value + half)
@@ -212,6 +216,13 @@ def test_size_rule_bounds():
     ]
     assert found == [True, False, True, False, True]
     assert not size_ruled(None, np.zeros((50, 1)), np.zeros((50, 1)))
+    # `middle_max_dim`: also the pairs between the sizes in d <= 3.
+    rule["middle_max_dim"] = 3
+    found = [
+        size_ruled(rule, np.zeros((n, d)), np.zeros((m, d)))
+        for n, m, d in [(400, 2999, 3), (400, 2999, 4), (3000, 500, 4)]
+    ]
+    assert found == [True, False, False]
 
 
 def test_large_arguments_answer_only_pairs_from_below_points():

@@ -250,7 +250,10 @@ def test_unlearned_dims_warn_only_when_used():
 
 
 def test_four_threads_give_the_serial_answers():
-    pairs = [(_gauss(120, 4, s), _gauss(130, 4, s + 10, 1.3)) for s in range(4)]
+    # Two pairs of the model's sizes, two that the size rule answers with
+    # its jobs on the shared pool of two threads (d <= 3, 500 rows).
+    pairs = [(_gauss(420, 4, s), _gauss(430, 4, s + 10, 1.3)) for s in (0, 1)]
+    pairs += [(_gauss(500, 2, s), _gauss(500, 2, s + 10, 1.3)) for s in (2, 3)]
     serial = [estimators.kl_divergence(x, y) for x, y in pairs]
     parallel = run_in_threads(lambda i: estimators.kl_divergence(*pairs[i]))
     np.testing.assert_allclose(parallel, serial, rtol=1e-6)

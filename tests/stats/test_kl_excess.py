@@ -74,3 +74,15 @@ def test_bad_arguments_name_the_argument(options, match):
     x, y = _shift(50, 1, seed=3)
     with pytest.raises(ValueError, match=match):
         ke.excess_estimate(x, y, **options)
+
+
+def test_the_jobs_on_two_threads_give_the_serial_terms(monkeypatch):
+    # From PARALLEL_POINTS rows in d <= 4 the copula and reference jobs
+    # run on two threads; each has its own seed, so nothing changes.
+    x, y = _shift(ke.PARALLEL_POINTS, 3, seed=4)
+    assert ke._parallel(x, y)
+    threaded = ke.excess_terms(x, y, (1, 10), draws=4)
+    monkeypatch.setattr(ke, "_parallel", lambda x, y: False)
+    serial = ke.excess_terms(x, y, (1, 10), draws=4)
+    for key, value in serial.items():
+        np.testing.assert_array_equal(threaded[key], value)
