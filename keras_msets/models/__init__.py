@@ -1,5 +1,6 @@
 """Public keras_msets models."""
 
+from keras_msets.models._trainer_guards import GuardedFunctional
 from keras_msets.models.deepsets.complex_deepsets import ComplexDeepSets
 from keras_msets.models.deepsets.deepsets import DeepSets
 from keras_msets.models.deepsets.recurrent_baseline import RecurrentBaseline
@@ -26,6 +27,7 @@ __all__ = [
     "DimensionEquivariantMultiSetTransformer",
     "FusionEncoderNetwork",
     "FusionSegments",
+    "GuardedFunctional",
     "LocalFusionObjective",
     "MULTISET_MODEL_NAMES",
     "MultiSetRelationNetwork",

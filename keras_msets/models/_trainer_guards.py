@@ -82,3 +82,11 @@ class TrainerGuards:
         if _no_rows(x):
             return self.predict_on_batch(x)
         return self._guarded(super().predict, x, *args, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="keras_msets")
+class GuardedFunctional(TrainerGuards, keras.Model):
+    """A functional model (`GuardedFunctional(inputs, outputs)`, as
+    `keras.Model(inputs, outputs)`) with the `TrainerGuards` of the
+    package's models. Saved and loaded as any functional model; its
+    config names this class."""

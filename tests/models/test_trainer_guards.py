@@ -3,10 +3,12 @@
 variables' values while these run and, when the step raises, never puts
 them back), and `predict` of no rows returns no rows."""
 
+import keras
 import numpy as np
 import pytest
 
 from keras_msets.models import FusionEncoderNetwork
+from keras_msets.models import GuardedFunctional
 
 
 def test_a_refused_call_keeps_the_weights_and_the_optimizer_state():
@@ -50,3 +52,18 @@ def test_a_refused_call_keeps_the_weights_and_the_optimizer_state():
     # No rows: Keras's `predict` ran no step and raised UnboundLocalError.
     empty = model.predict(ids[:0], verbose=0)
     assert empty.shape == (0, 1) and empty.dtype == expected.dtype
+
+
+def test_a_guarded_functional_model_keeps_its_weights_and_its_class(tmp_path):
+    inputs = keras.Input((3,))
+    model = GuardedFunctional(inputs, keras.layers.Dense(2)(inputs))
+    x = np.ones((2, 3), "float32")
+    expected = model.predict(x, verbose=0)
+    with pytest.raises(Exception, match="3"):  # the backend's shape error
+        model.predict(np.ones((2, 5), "float32"), verbose=0)
+    np.testing.assert_array_equal(model.predict(x, verbose=0), expected)
+    assert model.predict(x[:0], verbose=0).shape == (0, 2)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert type(loaded) is GuardedFunctional
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), expected)

@@ -22,6 +22,7 @@ import keras
 from keras_msets.models import MULTISET_MODEL_NAMES
 from keras_msets.models import DimensionEquivariantMultiSetTransformer
 from keras_msets.models import build_multiset_model
+from keras_msets.models._trainer_guards import GuardedFunctional
 from keras_msets.utils.validation import check_choice
 
 _EQUIVARIANT = {
@@ -155,7 +156,8 @@ def build_counting_model(
     App. B (MNIST): every image goes through `build_image_encoder` (the
     same encoder for both sets), then a Multi-Set Transformer with latent
     size 128, hidden size 256 and a single projection layer as decoder
-    (`decoder_units=[]`). A functional model: its input is
+    (`decoder_units=[]`). A functional model (`GuardedFunctional`, with
+    the package's `TrainerGuards`): its input is
     `{"sets": [x, y], "masks": [x_mask, y_mask]}` with images
     `[batch, n, *image_shape]`; the encoder is the layer `"encoder"`
     inside the `TimeDistributed` layer `"encode"` (where
@@ -208,4 +210,4 @@ def build_counting_model(
     kwargs.update(mst_kwargs)
     mst = build_multiset_model(model_name, **kwargs)
     output = mst({"sets": [encode(s) for s in sets], "masks": masks})
-    return keras.Model({"sets": sets, "masks": masks}, output, name=name)
+    return GuardedFunctional({"sets": sets, "masks": masks}, output, name=name)
