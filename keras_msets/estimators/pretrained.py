@@ -233,6 +233,9 @@ def kl_divergence(
     >>> keras_msets.estimators.kl_divergence(x, y, interval=0.9)
     >>> # exact value: 1.0
     """
+    # Checked whichever preset answers (the statistics presets use
+    # neither), so that a wrong value is never silently ignored.
+    batch_size = _positive_int(batch_size, "batch_size")
     answer = refined.route_statistics(
         "kl_divergence", model, x, y, interval, out_of_distribution
     )
@@ -352,6 +355,9 @@ def mutual_information(
     >>> y = x + rng.normal(size=(1000, 2))  # exact: log 2 = 0.693
     >>> keras_msets.estimators.mutual_information(x, y, interval=0.9)
     """
+    batch_size = _positive_int(batch_size, "batch_size")
+    if permutations is not None:
+        permutations = _positive_int(permutations, "permutations")
     answer = refined.route_statistics(
         "mutual_information",
         model,
@@ -451,6 +457,7 @@ def same_distribution_probability(
             `d + 2` (`d + 1` per set for `mst_two_sample`). Sets of fewer
             than 10 points give a warning.
     """
+    batch_size = _positive_int(batch_size, "batch_size")
     estimator = "same_distribution_probability"
     options = {"out_of_distribution": out_of_distribution}
     if model is None:

@@ -531,6 +531,17 @@ def test_errors(equivariant, eight_d):
         same_distribution_probability(x, y, model=eight_d)
     with pytest.raises(ValueError, match="batch_size"):
         kl(x, y, model=equivariant, batch_size=0)
+    # The default (statistics) presets use neither argument: a wrong value
+    # is refused all the same, before any work.
+    for estimator in (
+        kl_divergence,
+        mutual_information,
+        same_distribution_probability,
+    ):
+        with pytest.raises(ValueError, match=r"batch_size.*Received: batch_"):
+            estimator(x[:110], y[:110], batch_size="64")
+    with pytest.raises(ValueError, match="Received: permutations=0"):
+        mutual_information(x[:110], y[:110], permutations=0)
     with pytest.raises(ValueError, match="keras.Model"):
         kl(x, y, model=object())
 
