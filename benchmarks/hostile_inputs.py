@@ -653,6 +653,41 @@ def mst_preset_predict_after_a_refused_predict():
 
 
 @case("value")
+def count_preset_predict_after_a_refused_predict():
+    from keras_msets import zoo
+    from keras_msets.zoo import registry
+
+    model = zoo.load("mst_count_shared_digits")
+    inputs = registry.example_input(
+        zoo.info("mst_count_shared_digits")["example"]
+    )
+    expected = model.predict_on_batch(inputs)
+    bad = dict(inputs, masks=[np.asarray(m)[..., :5] for m in inputs["masks"]])
+    try:
+        model.predict(bad, verbose=0)
+    except ValueError:
+        pass
+    else:
+        raise Wrong("a mask of the wrong shape was accepted")
+    empty = model.predict(
+        {k: [np.asarray(a)[:0] for a in v] for k, v in inputs.items()},
+        verbose=0,
+    )
+    if np.shape(empty) != (0, 1):
+        raise Wrong(f"no rows gave shape {np.shape(empty)}, expected (0, 1)")
+    return _close(model.predict(inputs, verbose=0), expected, 1e-5)
+
+
+@case("error", names=r"batch_size")
+def kl_default_preset_bad_batch_size():
+    from keras_msets import estimators
+
+    return estimators.kl_divergence(
+        _gauss(120, 3, 0), _gauss(120, 3, 1), batch_size="64"
+    )
+
+
+@case("value")
 def preset_predict_of_no_rows():
     from keras_msets import zoo
 
