@@ -60,9 +60,10 @@ Out of what the preset was trained on: a side with more columns than
 `(nan, nan)`: no calibrated interval exists for it), `"warn"` keeps
 the model's answer with a warning, and `"raise"` raises a `ValueError`.
 Sizes above `set_size` give a warning (once per process) and the
-model's answer. Pairs of the sizes named by
-`serves["size_rule"]` (optional) are answered by an untrained rule
-instead of the model (`keras_msets.estimators.size_rule`). The other
+model's answer. Pairs of the sizes (and, with `middle_max_dim`, the
+dimensions) named by `serves["size_rule"]` (optional) are answered by an
+untrained rule instead of the model (`keras_msets.estimators.size_rule`).
+The other
 large pairs are checked against the untrained rule named by
 `serves["whole_sample_check"]` (optional), whose answer replaces the
 model's where the two disagree by more than its band
