@@ -10,7 +10,7 @@ from the spread over the reference pairs. It needs no training and
 costs `draws + 1` k-NN estimates on whole sets up to `whole_points(d)`
 rows (k-d trees, or the distance matrix in `d > 4`), on random blocks
 of about that size above, so the cost grows linearly with `n` beyond
-it; in `d <= 4` the `draws + 1` estimates run on two threads.
+it; in `d <= 4` from 500 rows its estimates run on two threads.
 `knn_refined_kl_divergence` answers with it where its model is least
 reliable (`serves["size_rule"]`, `keras_msets.estimators.refined`).
 """
