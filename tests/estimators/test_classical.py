@@ -16,6 +16,7 @@ from keras_msets.estimators.classical import knn_kl_divergence
 from keras_msets.estimators.classical import knn_kl_divergence_sets
 from keras_msets.estimators.classical import ksg_mutual_information
 from keras_msets.estimators.classical import ksg_mutual_information_sets
+from keras_msets.stats.classical import _tie_noise
 
 
 @pytest.fixture(autouse=True)
@@ -178,14 +179,32 @@ def test_ksg_matches_brute_force_reference(k):
     )
 
 
-def test_ksg_with_ties_matches_reference_and_is_finite():
+def test_ksg_breaks_exact_ties_with_tiny_noise():
     rng = np.random.default_rng(5)
-    # Discrete values: many exact ties, some with eps = 0.
-    x = rng.integers(0, 3, size=(120, 1)).astype(float)
-    y = (x + rng.integers(0, 2, size=(120, 1))).astype(float)
+    # Discrete values: many points coincide (eps = 0 on the raw values).
+    x = rng.integers(0, 3, size=(2000, 1)).astype(float)
+    y = x + rng.integers(0, 2, size=(2000, 1))
+    truth = np.log(6) / 3 + 2 * np.log(3) / 3 - np.log(2)  # 0.637
     value = ksg_mutual_information(x, y, k=3)
-    assert np.isfinite(value)
-    np.testing.assert_allclose(value, _reference_ksg(x, y, 3), rtol=1e-12)
+    assert value == ksg_mutual_information(x, y, k=3)  # seeded noise
+    assert abs(value - truth) < 0.05
+    # The formula on the noisy samples (rescaled as the estimator does);
+    # on the tied values themselves it is far too high.
+    noisy = [_tie_noise(a / 3.0, seed) for a, seed in ((x, 0), (y, 1))]
+    np.testing.assert_allclose(value, _reference_ksg(*noisy, 3), rtol=1e-12)
+    assert _reference_ksg(x, y, 3) > 5
+    # Three sparse binary coordinates, each bit flipped with probability
+    # 0.1 (the docstring's example).
+    bits = (rng.random((2000, 3)) < 0.1).astype(float)
+    flipped = np.where(rng.random((2000, 3)) < 0.1, 1 - bits, bits)
+    flip = 0.1 * 0.9 + 0.9 * 0.1
+    truth = 3 * (_entropy(flip) - _entropy(0.1))  # 0.439
+    assert abs(ksg_mutual_information(bits, flipped) - truth) < 0.1
+    assert _reference_ksg(bits, flipped, 3) > 5
+
+
+def _entropy(p):
+    return -(p * np.log(p) + (1 - p) * np.log(1 - p))
 
 
 @pytest.mark.parametrize(
