@@ -536,6 +536,21 @@ def _student_t_pairs(n, rho, df, seed):
     return t[:, :1], t[:, 1:], -0.5 * np.log(1 - rho**2)
 
 
+@case("value")
+def ksg_discrete_pair():
+    from keras_msets import estimators
+
+    # x uniform on 0..2, y = x + a fair bit: I = H(Y) - log 2.
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, size=(500, 1)).astype(float)
+    y = x + rng.integers(0, 2, size=(500, 1))
+    truth = np.log(6) / 3 + 2 * np.log(3) / 3 - np.log(2)
+    value = estimators.ksg_mutual_information(x, y)
+    if abs(value - truth) > 0.1:
+        raise Wrong(f"KSG {value:.3f} for the discrete pair's {truth:.3f}")
+    return abs(value - truth)
+
+
 @case("warn_or_value")
 def mi_student_t_one_dof():
     from keras_msets import estimators
