@@ -292,7 +292,10 @@ def mutual_information(
     independently for `x` and `y` (`keras_msets.stats.ranks`), so such
     data are read as the information between their discrete values (a
     discrete pair with 0.636 nats: 0.661, interval 0.55-0.78;
-    `tests/estimators/test_robustness.py`).
+    `tests/estimators/test_robustness.py`). A pair with a tied column of
+    at most 20 distinct values (discrete data, outside the training
+    family) is handled by `out_of_distribution`: by default
+    `ksg_mutual_information` answers it (that pair: 0.625).
 
     The Multi-Set Transformers of Selby et al. (Sec. 5.1.2), trained on
     Gaussians with componentwise correlation and 100-150 points, stay
@@ -325,8 +328,11 @@ def mutual_information(
             average over (None: `JOINT_PERMUTATIONS`, 8).
         out_of_distribution: what to do with a pair outside what the
             preset was trained on. For the default preset: a side with
-            more than 25 columns, or statistics outside the range of its
-            training rows; `"fallback"` (default) answers it with
+            more than 25 columns, a column with tied values and at most
+            20 distinct ones (discrete data: the preset was trained on
+            continuous samples; `serves["discrete_columns"]`), or
+            statistics outside the range of its training rows;
+            `"fallback"` (default) answers it with
             `ksg_mutual_information` (k = 3) and a warning (interval
             `(nan, nan)`), `"warn"` keeps the model's answer with a
             warning, `"raise"` raises. For the Multi-Set Transformers:

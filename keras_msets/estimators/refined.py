@@ -249,6 +249,37 @@ def _serves(preset):
     return serves, module
 
 
+def fewest_tied_values(values):
+    """The fewest distinct values of a column of `values` that holds a
+    value twice, or None if no column does (a column without ties does
+    not count: every column of a continuous sample of 10 rows has 10
+    values)."""
+    if values.shape[0] < 2:
+        return None
+    ordered = np.sort(values, axis=0)
+    distinct = 1 + np.count_nonzero(np.diff(ordered, axis=0), axis=0)
+    tied = distinct[distinct < values.shape[0]]
+    return int(tied.min()) if tied.size else None
+
+
+def _discrete_reasons(rule, x, y):
+    """Why the pair is discrete for `serves["discrete_columns"]` (None:
+    never): a column of `x` or `y` with ties and at most `max_values`
+    distinct values."""
+    if rule is None:
+        return []
+    reasons = []
+    for name, values in (("x", x), ("y", y)):
+        fewest = fewest_tied_values(values)
+        if fewest is not None and fewest <= int(rule["max_values"]):
+            reasons.append(
+                f"`{name}` has a column of {fewest} distinct values "
+                "(discrete data; the preset was trained on continuous "
+                "samples)"
+            )
+    return reasons
+
+
 def _out_of_range(serves, features):
     """Per row, the names of the statistics outside the trained ranges
     (a statistic that is not finite is outside)."""
@@ -323,6 +354,7 @@ def statistics_estimates(
                     f"`{name}` has d = {values.shape[1]} columns, outside "
                     f"the trained {low_d}..{high_d}"
                 )
+        reasons += _discrete_reasons(serves.get("discrete_columns"), a, b)
         if size_ruled(serves.get("size_rule"), a, b):
             # Inside the trained ranges; the model's answer is replaced.
             features.append(np.mean(serves["feature_ranges"], axis=1))

@@ -97,6 +97,42 @@ def test_dimensions_beyond_the_trained_ones_fall_back_to_ksg():
         estimators.mutual_information(x, y, out_of_distribution="raise")
 
 
+def test_discrete_samples_fall_back_to_ksg():
+    # Three sparse binary coordinates, bits flipped with probability 0.1:
+    # 0.44 nats; the model, trained on continuous samples, read ~0.14.
+    rng = np.random.default_rng(0)
+    x = (rng.random((1000, 3)) < 0.1).astype(float)
+    y = np.where(rng.random((1000, 3)) < 0.1, 1 - x, x)
+    limit = _serves()["discrete_columns"]["max_values"]
+    with pytest.warns(UserWarning, match="2 distinct values.*ksg"):
+        estimate = estimators.mutual_information(x, y, interval=0.9)
+    expected = max(estimators.ksg_mutual_information(x, y, k=3), 0.0)
+    assert estimate.value == pytest.approx(expected)
+    assert abs(estimate.value - 0.439) < 0.1
+    assert np.isnan(estimate.low) and np.isnan(estimate.high)
+    with pytest.raises(ValueError, match="discrete data"):
+        estimators.mutual_information(x, y, out_of_distribution="raise")
+    # More values than the limit, or a column without ties (every column
+    # of a continuous sample, however few its rows), is not discrete.
+    levels = rng.integers(0, limit + 1, size=(1000, 1)).astype(float)
+    many = estimators.mutual_information(
+        levels, levels + rng.normal(size=(1000, 1)), out_of_distribution="raise"
+    )
+    assert np.isfinite(many)
+    x, y, _ = _gaussian_pair(10, 2, 2, 0.5, seed=7)
+    estimators.mutual_information(x, y, out_of_distribution="raise")
+
+
+def test_fewest_tied_values():
+    from keras_msets.estimators.refined import fewest_tied_values
+
+    rng = np.random.default_rng(1)
+    assert fewest_tied_values(rng.normal(size=(10, 3))) is None
+    values = np.c_[rng.normal(size=50), rng.integers(0, 4, 50), np.ones(50)]
+    assert fewest_tied_values(values) == 1
+    assert fewest_tied_values(values[:, :2]) == 4
+
+
 def _statistics(x, y):
     from keras_msets.stats import mi_statistics
 

@@ -81,6 +81,14 @@ def benchmark_table():
     return BENCHMARK_TABLE.read_text(encoding="utf-8")
 
 
+# Discrete samples are outside the training family (continuous laws): a
+# pair with a column of at most 20 distinct values, tied, is answered as
+# any pair outside it (by default KSG, with its tie noise, and a warning).
+# 20 had the lowest mean error on the development seeds of discrete
+# problems with exact answers (binary, 3-50 levels, Poisson counts;
+# benchmarks/discrete_mi_rule.py).
+DISCRETE_COLUMNS = {"max_values": 20}
+
 RECIPE = Recipe(
     name="knn_refined_mutual_information",
     task=StatisticsRegressionTask(
@@ -99,6 +107,7 @@ RECIPE = Recipe(
             "correction_shrink": CORRECTION_SHRINK,
             "base_ceiling": BASE_CEILING,
             "whole_sample_check": WHOLE_SAMPLE_CHECK,
+            "discrete_columns": DISCRETE_COLUMNS,
             "clipped_features": ["log_n", "log_block"],
             "paired": True,
             "symmetric": False,
@@ -187,10 +196,18 @@ family (the extra Gaussian rows, fewer spirals) comes from an earlier
 round whose summary also printed the held-out table
 (benchmarks/RESULTS.md). Ties (rounded or discrete values) are ranked
 in a seeded random order, independently for x and y
-(`keras_msets.stats.ranks.column_order`): a discrete pair with 0.637
-nats, n = 500, reads 0.661; a Gaussian pair rounded to a grid of 0.1,
-n = 20,000, 0.794 (at most 0.805) (benchmarks/RESULTS.md, "Rounded and
-discrete data (ties)").""",
+(`keras_msets.stats.ranks.column_order`): a Gaussian pair rounded to a
+grid of 0.1, n = 20,000, reads 0.794 (at most 0.805) (benchmarks/
+RESULTS.md, "Rounded and discrete data (ties)"). Discrete samples are
+outside the training family, and the model's answers on them fell far
+below the truth (binary, 3-50 levels and Poisson counts with exact
+answers, n = 150 and 1,000: mean error 0.200 nats on held-out seeds;
+three sparse binary coordinates, 0.44 nats: about 0.14). A pair with
+a column of at most 20 distinct values, tied, is therefore answered as
+any pair outside the training family (`serves["discrete_columns"]`; by
+default KSG, whose ties get tiny noise, with a warning): mean error
+0.051 on the same held-out seeds (benchmarks/discrete_mi_rule.py,
+which chose the 20 on development seeds).""",
     source=__file__,
 )
 
