@@ -29,29 +29,16 @@ from pathlib import Path
 
 import keras
 import numpy as np
+from mr_presets_reexport import WRITTEN  # keys `save_preset` writes
 
 from keras_msets import zoo
-from keras_msets.models._trainer_guards import GuardedFunctional
+from keras_msets.models import GuardedFunctional
 from keras_msets.training import preset_io
 from keras_msets.utils.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "mst_count_shared_digits"
 RESULT = ROOT / "benchmarks" / "results" / "guarded_preset_reexport.json"
-# Metadata keys `save_preset` writes itself; the others (the training's
-# date, backend and data) are carried over.
-WRITTEN = {
-    "name",
-    "keras_version",
-    "keras_msets_version",
-    "parameter_count",
-    "metrics",
-    "task",
-    "compile",
-    "example",
-    "files_sha256",
-    "recipe_seed",
-}
 
 
 def _weights(model):

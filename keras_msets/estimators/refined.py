@@ -53,8 +53,11 @@ the median as the estimate and, for `interval=level`, the quantiles
 linearly in the level between the trained quantile levels).
 
 Out of what the preset was trained on: a side with more columns than
-`dims` allows, or a statistic outside `feature_ranges` (by more than
-`RANGE_MARGIN` of its width), is handled by `out_of_distribution`:
+`dims` allows, a column with tied values and at most
+`serves["discrete_columns"]["max_values"]` distinct ones (discrete
+data, where the preset declares it), or a statistic outside
+`feature_ranges` (by more than `RANGE_MARGIN` of its width), is handled
+by `out_of_distribution`:
 `"fallback"` answers with the classical estimator
 (`answer_rules.CLASSICAL`, with a `UserWarning`; its interval is
 `(nan, nan)`: no calibrated interval exists for it), `"warn"` keeps
@@ -63,8 +66,7 @@ Sizes above `set_size` give a warning (once per process) and the
 model's answer. Pairs of the sizes (and, with `middle_max_dim`, the
 dimensions) named by `serves["size_rule"]` (optional) are answered by an
 untrained rule instead of the model (`keras_msets.estimators.size_rule`).
-The other
-large pairs are checked against the untrained rule named by
+The other large pairs are checked against the untrained rule named by
 `serves["whole_sample_check"]` (optional), whose answer replaces the
 model's where the two disagree by more than its band
 (`keras_msets.estimators.whole_sample_check`).

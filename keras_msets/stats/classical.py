@@ -332,16 +332,12 @@ def ksg_mutual_information(x, y, k=3):
             f"Received: {num} rows, k={k}"
         )
     x, y = _rescaled(x, y)
-
-    def joint_radii(x, y):
-        # Column k of the (k + 1) nearest, the first being the point itself.
-        joint = np.concatenate([x, y], axis=1)
-        found, _ = cKDTree(joint).query(joint, k=[k + 1], p=np.inf)
-        return found[:, 0]
-
     if _has_ties(x) or _has_ties(y):
         x, y = _tie_noise(x, seed=0), _tie_noise(y, seed=1)
-    eps = joint_radii(x, y)
+    joint = np.concatenate([x, y], axis=1)
+    # Column k of the (k + 1) nearest, the first being the point itself.
+    eps, _ = cKDTree(joint).query(joint, k=[k + 1], p=np.inf)
+    eps = eps[:, 0]
     positive = eps > 0
     radius = np.where(positive, np.nextafter(eps, 0.0), 0.0)
 
