@@ -23,13 +23,11 @@ Without `--write` it writes into a temporary copy (nothing in `zoo/`).
 
 import argparse
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import keras
 import numpy as np
-from mr_presets_reexport import WRITTEN  # keys `save_preset` writes
+from mr_presets_reexport import write_again
 
 from keras_msets import zoo
 from keras_msets.models import GuardedFunctional
@@ -80,14 +78,7 @@ def reexport(folder, write):
         ),
         "old_sha256": metadata["files_sha256"],
     }
-    target = folder if write else Path(tempfile.mkdtemp()) / NAME
-    if not write:
-        shutil.copytree(folder, target)
-    extra = {k: v for k, v in metadata.items() if k not in WRITTEN}
-    seed = metadata.get("recipe_seed", budget["seed"])
-    recipe.RECIPE.write_preset(
-        model, target, dict(budget, seed=seed), metadata["metrics"], **extra
-    )
+    target = write_again(recipe.RECIPE, model, folder, metadata, budget, write)
     written = preset_io.read_metadata(target)
     # The writer names the task by the recipe's task object ("counting");
     # the preset's metadata has always said "shared_class_count", which

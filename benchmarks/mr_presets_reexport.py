@@ -59,6 +59,21 @@ def _same_weights(a, b):
     )
 
 
+def write_again(recipe, model, folder, metadata, budget, write):
+    """Writes `model` by `recipe`'s preset writer with the stored metrics,
+    seed and metadata of the preset in `folder`: into `folder` itself
+    (`write`) or into a temporary copy of it. Returns the folder written."""
+    target = folder if write else Path(tempfile.mkdtemp()) / folder.name
+    if not write:
+        shutil.copytree(folder, target)
+    extra = {k: v for k, v in metadata.items() if k not in WRITTEN}
+    seed = metadata.get("recipe_seed", budget["seed"])
+    recipe.write_preset(
+        model, target, dict(budget, seed=seed), metadata["metrics"], **extra
+    )
+    return target
+
+
 def reexport(name, folder, write):
     recipe = load_script(folder / "recipe.py", name=f"reexport_{name}")
     old = zoo.load(folder)
@@ -95,14 +110,7 @@ def reexport(name, folder, write):
     record["example_input_is_the_preprocessors_ids"] = bool(
         np.array_equal(recipe.TASK.example_input(), x)
     )
-    target = folder if write else Path(tempfile.mkdtemp()) / name
-    if not write:
-        shutil.copytree(folder, target)
-    extra = {k: v for k, v in metadata.items() if k not in WRITTEN}
-    seed = metadata.get("recipe_seed", budget["seed"])
-    recipe.RECIPE.write_preset(
-        model, target, dict(budget, seed=seed), metadata["metrics"], **extra
-    )
+    target = write_again(recipe.RECIPE, model, folder, metadata, budget, write)
     written = preset_io.read_metadata(target)
     again = zoo.load(target)
     record.update(
