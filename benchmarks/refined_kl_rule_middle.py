@@ -12,35 +12,41 @@ and the cells the model loses at n = 1,000 are the low-d ones. This
 script scores, on the rule's cached terms at n = 1,000 (`rule_small_k_
 terms.json`: k = 1, 2, 3, 5, 10, six reference draws, development seeds
 30-49), the preset whose rule also answers the middle sizes in `d <= D`
-(`serves["size_rule"]["middle_max_dim"]`), the model (as served: the
-benchmark's "refined" records, flagged pairs answered by the fallback)
-answering the others, for every `D` among the benchmark's dimensions
-(0: the preset as served).
+(`serves["size_rule"]["middle_max_dim"]`), the model answering the
+others, for every `D` among the benchmark's dimensions (0: the model
+everywhere between the sizes). The model's answers are computed here,
+through `kl_divergence` with the preset's middle rule switched off
+(`without_middle_rule`), so the script reproduces its choice after the
+rule was written into the preset (the benchmark's "refined" records
+then hold the rule's answers).
 
 For each `D` the rule's parameters (k, draws, threshold; the interval
 scale whose coverage over the region's intervals is closest to 0.9) are
 ranked as in `refined_kl_rule_wide.py` (the most wins, then the fewest
 cells over 1.5x, then the lowest mean error); then the `D`s by the same
 key, the smaller `D` on a tie (fewer pairs change). Fixed before any
-score was read. Pairs the preset flags are answered by the fallback
-under every candidate, as in the other rule scripts (in the preset a
-pair the rule answers is never checked against the model's training
-ranges; `estimator_fresh_seeds.py --rerun-preset` measures that).
+score was read. Pairs the model's preset flags (out of its training
+ranges: no interval) are answered by its fallback under every
+candidate, as in the other rule scripts (in the preset a pair the rule
+answers is never checked against the model's training ranges;
+`estimator_fresh_seeds.py --rerun-preset` measures that).
 The fresh seeds 5-24 are not read.
 
     OMP_NUM_THREADS=1 python benchmarks/refined_kl_rule_middle.py
 
 Writes `results/refined_kl_design/rule_middle.json`. `--cost` also times
-`kl_divergence(x, y, interval=0.9)` as served and with the chosen rule
-at n = 1,000 in d = 1-4 (`N(0, I)` against a shifted copy, the fastest of
+`kl_divergence(x, y, interval=0.9)` with the model and with the chosen
+rule at n = 1,000 in d = 1-4 (`N(0, I)` against a shifted copy, the fastest of
 `--repeats` calls after a first one, the process's threads).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -58,16 +64,47 @@ def dimension(name):
     return int(name.rsplit("_d", 1)[1].split("_")[0])
 
 
-def served_answers(cell):
-    """The preset's answers as served: value and 90 % interval per seed
-    (None where the fallback answered)."""
+@contextlib.contextmanager
+def middle_rule(change):
+    """The preset's `serves["size_rule"]` without its middle rule, plus
+    `change` (a dict of middle keys, or None), while the block runs."""
+    from keras_msets.estimators import refined
+
+    serves = refined._serves_of(wide.PRESET)
+    original = serves["size_rule"]
+    rule = {k: v for k, v in original.items() if not k.startswith("middle_")}
+    serves["size_rule"] = {**rule, **(change or {})}
+    try:
+        yield
+    finally:
+        serves["size_rule"] = original
+
+
+def model_answers(problem, cell):
+    """The model's answers on the cell's pairs (the middle rule off):
+    value and 90 % interval per seed, None where the preset flags the pair
+    and its fallback answers."""
+    from keras_msets import estimators
+
     out = []
-    for record, fallback in zip(cell.records, cell.fallback, strict=True):
-        if fallback is not None:
-            out.append((fallback, None))
-        else:
-            out.append((record["value"], (record["low"], record["high"])))
+    with middle_rule(None), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in cell.seeds:
+            answer = estimators.kl_divergence(
+                *problem.sample(N, seed), interval=0.9
+            )
+            flagged = np.isnan(answer.low)
+            out.append(
+                (answer.value, None if flagged else (answer.low, answer.high))
+            )
     return out
+
+
+def rule_answer(cache, cell, seed, k, draws, threshold, scale):
+    """The rule's value and 90 % interval for one pair (as `wide.Cell`)."""
+    value, sd = wide.rule(cache[f"{cell.name}/{N}/{seed}"], k, draws, threshold)
+    half = wide.Z90 * scale * sd
+    return max(value, 0.0), (max(value - half, 0.0), max(value + half, 0.0))
 
 
 def score(cells, cache, limit, k, draws, threshold, scale):
@@ -76,10 +113,14 @@ def score(cells, cache, limit, k, draws, threshold, scale):
     wins = over = 0
     means, hits, failing = [], [], []
     for cell in cells:
+        answers = cell.model
         if dimension(cell.name) <= limit:
-            answers = cell.answers(cache, k, draws, threshold, scale)
-        else:
-            answers = served_answers(cell)
+            answers = [
+                model
+                if model[1] is None
+                else rule_answer(cache, cell, seed, k, draws, threshold, scale)
+                for seed, model in zip(cell.seeds, cell.model, strict=True)
+            ]
         mean = float(np.mean([abs(v - cell.truth) for v, _ in answers]))
         means.append(mean)
         wins += mean < cell.best
@@ -96,61 +137,45 @@ def score(cells, cache, limit, k, draws, threshold, scale):
     }
 
 
-def _key(entry):
-    return (-entry["wins"], entry["over_1_5"], round(entry["mean_error"], 12))
-
-
 def best_rule(cells, cache, limit):
-    """The rule's parameters ranked first for `middle_max_dim = limit`."""
-    rows = []
-    for k, draws, threshold in small_k.wide.GRID:
-        by_scale = {
-            s: score(cells, cache, limit, k, draws, threshold, s)
-            for s in wide.SCALES
-        }
-        scale = min(
-            wide.SCALES,
-            key=lambda s: (round(abs(by_scale[s]["coverage"] - 0.9), 9), s),
-        )
-        rows.append(
-            {
-                "k": k,
-                "draws": draws,
-                "threshold": threshold,
-                "interval_scale": scale,
-                **by_scale[scale],
-            }
-        )
-    rows.sort(key=_key)
-    return rows[0]
+    """The rule's parameters ranked first for `middle_max_dim = limit`
+    (`refined_kl_rule_wide.choose` with this script's `score`)."""
+
+    def scorer(cells, cache, k, draws, threshold, scale):
+        return score(cells, cache, limit, k, draws, threshold, scale)
+
+    return wide.choose(cells, cache, scorer)[0]
 
 
 def timing(rule, repeats):
     """Seconds of `kl_divergence(..., interval=0.9)` at n = 1,000 in d =
-    1-4, as served and with `rule` as the middle rule."""
+    1-4, with the model and with `rule` as the middle rule."""
     from keras_msets import estimators
-    from keras_msets.estimators import refined
 
-    served = refined._serves_of("knn_refined_kl_divergence")
-    original = dict(served["size_rule"])
     out = {}
-    for label, change in (("served", None), ("middle rule", rule)):
-        served["size_rule"] = dict(original)
-        if change is not None:
-            served["size_rule"].update(change)
-        for d in (1, 2, 3, 4):
-            rng = np.random.default_rng(d)
-            x = rng.normal(size=(N, d))
-            y = rng.normal(size=(N, d)) + d**-0.5
-            estimators.kl_divergence(x, y, interval=0.9)
-            times = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                estimators.kl_divergence(x, y, interval=0.9)
-                times.append(time.perf_counter() - start)
-            out[f"{label}, d = {d}"] = min(times)
-            print(f"{label}, d = {d}: {1000 * min(times):.1f} ms", flush=True)
-    served["size_rule"] = original
+    for label, change in (("model", None), ("middle rule", rule)):
+        with middle_rule(change):
+            times_of = _times(estimators.kl_divergence, repeats)
+        for d, seconds in times_of.items():
+            out[f"{label}, d = {d}"] = seconds
+            print(f"{label}, d = {d}: {1000 * seconds:.1f} ms", flush=True)
+    return out
+
+
+def _times(estimate, repeats):
+    """The fastest of `repeats` calls after a first one, per d = 1-4."""
+    out = {}
+    for d in (1, 2, 3, 4):
+        rng = np.random.default_rng(d)
+        x = rng.normal(size=(N, d))
+        y = rng.normal(size=(N, d)) + d**-0.5
+        estimate(x, y, interval=0.9)
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            estimate(x, y, interval=0.9)
+            times.append(time.perf_counter() - start)
+        out[d] = min(times)
     return out
 
 
@@ -160,11 +185,12 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
     cache = json.loads(small_k.TERMS.read_text())
-    cells = [
-        cell
-        for cell in (wide.Cell(problem, n) for problem, n in wide.cells())
-        if cell.n == N
-    ]
+    cells = []
+    for problem, n in wide.cells():
+        if n == N:
+            cell = wide.Cell(problem, n)
+            cell.model = model_answers(problem, cell)
+            cells.append(cell)
     missing = [
         f"{c.name}/{N}/{s}"
         for c in cells
@@ -193,12 +219,12 @@ def main(argv=None):
             + ", ".join(entry["cells_over_1_5"]),
             flush=True,
         )
-    chosen = min(rows, key=lambda e: (_key(e), e["middle_max_dim"]))
+    chosen = min(rows, key=lambda e: (wide._key(e), e["middle_max_dim"]))
     report = {
         "n": N,
         "seeds": list(cells[0].seeds),
         "cells": len(cells),
-        "served": rows[0],
+        "model_only": rows[0],
         "candidates": rows,
         "chosen": chosen,
     }

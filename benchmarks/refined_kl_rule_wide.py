@@ -248,13 +248,15 @@ def _key(entry):
     return (-entry["wins"], entry["over_1_5"], entry["mean_error"])
 
 
-def choose(region_cells, cache):
+def choose(region_cells, cache, scorer=None):
     """Every candidate's scores at every scale, ranked by the choice rule
-    (its scale: coverage closest to 0.9)."""
+    (its scale: coverage closest to 0.9). `scorer` replaces `score` (same
+    arguments)."""
+    scorer = score if scorer is None else scorer
     rows = []
     for k, draws, threshold in GRID:
         by_scale = {
-            scale: score(region_cells, cache, k, draws, threshold, scale)
+            scale: scorer(region_cells, cache, k, draws, threshold, scale)
             for scale in SCALES
         }
         scale = min(
